@@ -12,13 +12,20 @@ import sys as _sys
 # `python -m torchport` puts the working folder first on sys.path, and runs this file
 # before __main__ (sys.argv[0] reads "-m" meanwhile): take the folder off before the
 # imports below, so that a checked project's own `typing.py`, `re.py`, `tokenize.py` or
-# `torch.py` is never executed in place of the real one (see torchport/__main__.py).
-if _sys.argv[:1] == ["-m"] and _sys.path and not _sys.flags.safe_path:
-    try:
-        if _sys.path[0] == "" or _os.path.samefile(_sys.path[0], _os.getcwd()):
-            del _sys.path[0]
-    except OSError:
-        pass
+# `torch.py` is never executed in place of the real one (see torchport/__main__.py). Its
+# slot stays, holding the folder torchport was imported from (as the `torchport` command's
+# own folder holds it there): `torchport run` puts the script's folder in that slot, and
+# PYTHONPATH's entries after it stay where they are (`-P` leaves no slot: one is made).
+if _sys.argv[:1] == ["-m"] and _sys.path:
+    _home = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    if _sys.flags.safe_path:
+        _sys.path.insert(0, _home)
+    else:
+        try:
+            if _sys.path[0] == "" or _os.path.samefile(_sys.path[0], _os.getcwd()):
+                _sys.path[0] = _home
+        except OSError:
+            pass
 
 
 from torchport._lazy import lazy_exports
