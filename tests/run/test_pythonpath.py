@@ -44,7 +44,8 @@ def test_run_keeps_every_pythonpath_entry(tmp_path: Path, launcher: str) -> None
     project = tmp_path / "project"
     project.mkdir()
     (project / "script.py").write_text(SCRIPT.format(root=str(tmp_path)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(first), str(second)])}
+    given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # CI's src
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(first), str(second), *given])}
     plain = subprocess.run(
         [sys.executable, "script.py"], cwd=project, env=env, capture_output=True, text=True
     )
