@@ -95,7 +95,11 @@ benchmarks/data/precision_sample_v.csv --seed 51 --draw 200``; beside it two str
 off-by-default TP122 and TP205, every finding of ``check --select TP122,TP205`` (the checker
 command with that option added; benchmarks/RESULTS.md, "held-out sample V"): seed 52 on the same
 repositories (``precision_sample_v_off.csv``), seed 53 on 12 more
-(``precision_repos_round5vo.json``, ``precision_sample_vo.csv``). ``--pool SAMPLE...`` pools
+(``precision_repos_round5vo.json``, ``precision_sample_vo.csv``). The twenty-third (the same
+uniform draw, 100 findings, main's rules at 63a8ab9, held out, 20 more new repositories;
+``precision_sample_w_order.txt`` is its drawn order): ``--repos
+benchmarks/data/precision_repos_round5w.json --sample benchmarks/data/precision_sample_w.csv
+--seed 55 --draw 100``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code, benchmark code or the rest, as the checker tells them), whether its rule,
