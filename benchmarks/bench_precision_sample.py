@@ -14,7 +14,10 @@ lets a per-step copy overlap compute, or prevents a wrong result, crash or unsaf
 ``low``: correct, but changes nothing that matters for one of the named reasons written
 there; ``noise``: what the message says is not so at that line). Samples A-T were judged
 before that standard was written down; the rules whose verdicts moved between A-P and Q-T
-were re-judged under it (benchmarks/data/precision_rejudged.csv keeps the old verdicts).
+were re-judged under it (benchmarks/data/precision_rejudged.csv keeps the old verdicts;
+its ``basis`` says how: ``code`` read at the pinned commit, ``reason`` re-classified from the
+written reason; TP101's rows were read in the seeded order of
+benchmarks/data/precision_rejudge_tp101_order.txt, drawn before any was judged).
 
 ``--score`` recomputes every sampled finding with the current rules and prints the
 share of ``real`` per rule and overall among the rows still reported (a row the
