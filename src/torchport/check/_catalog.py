@@ -304,10 +304,9 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "device",
         "none",
         ("Call",),
-        frozenset({"DDP", "DataParallel", "DistributedDataParallel", "device", "to"}),
+        frozenset({"DDP", "DistributedDataParallel"}),
         None,
         None,
-        frozenset({"device"}),
         default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(

@@ -62,7 +62,7 @@ BAR, FEW = 0.9, 8  # the share of real findings a default context needs; "too fe
 # benchmarks/data/precision_scope.csv; tests/check/test_default_scope.py recomputes it and
 # fails when it differs.
 JUDGED: dict[str, dict[str, tuple[int, int]]] = {
-    "TP101": {"code": (326, 492), "test": (47, 88), "bench": (0, 32)},
+    "TP101": {"code": (309, 492), "test": (47, 88), "bench": (0, 32)},
     "TP102": {"code": (17, 20), "bench": (0, 3)},
     "TP103": {"code": (16, 23)},
     "TP104": {"code": (10, 10), "test": (1, 1)},
@@ -70,8 +70,8 @@ JUDGED: dict[str, dict[str, tuple[int, int]]] = {
     "TP106": {"code": (131, 149), "test": (0, 3), "bench": (0, 4)},
     "TP107": {"code": (2, 2), "test": (1, 1), "bench": (1, 1)},
     "TP108": {"code": (5, 13), "bench": (2, 2)},
-    "TP109": {"code": (193, 213), "bench": (2, 11)},
-    "TP110": {"code": (29, 31), "test": (0, 1)},
+    "TP109": {"code": (190, 213), "bench": (6, 11)},
+    "TP110": {"code": (15, 16)},
     "TP111": {"code": (8, 11)},
     "TP113": {"code": (20, 23), "bench": (0, 26)},
     "TP114": {"test": (0, 1)},
@@ -109,9 +109,11 @@ KEPT_ON: dict[str, str] = {
     "TP101": (
         "by decision: a hard-coded CUDA device is the first thing a port changes, and off, "
         "a plain `check` of a `.cuda()` script says nothing (held-out default recall, round "
-        "5e: 0 of 32 sites without it); 326 of 492 judged findings in other code are real "
-        "(325 of 407 outside code that needs CUDA anyway), most of the rest correct but of "
-        "low value in CUDA-only code the checker does not recognise"
+        "5e: 0 of 32 sites without it); 309 of 492 judged findings in other code are real "
+        "(308 of 407 outside code that needs CUDA anyway), most of the rest correct but of "
+        "low value in CUDA-only code the checker does not recognise; held out, sample V "
+        "found 103 of 146 real (library code with overridden `device=\"cuda\"` defaults) "
+        "and sample W 82 of 83"
     ),
 }
 # Rules off by default though their judged figure reaches the bar somewhere, by decision: the

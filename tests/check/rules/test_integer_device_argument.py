@@ -8,7 +8,7 @@ callee a CUDA index when the value it hands a parameter is an ``int`` (a literal
 to one, or a name or attribute that says it is a rank or GPU index) and the callee's own body
 moves work to that parameter (``.to(p)``, ``.cuda(p)``, ``device=p``, ``torch.device(p)``
 then moved to); a callee that indexes with it, counts with it, prints it or moves elsewhere is
-not handed a device. A callee whose parameter is itself named as an index is TP110's; one the
+not handed a device. A callee whose parameter is itself named as an index is left alone; one the
 class only inherits, or that a test of the device type guards, is left alone.
 """
 
@@ -34,7 +34,7 @@ USES = (
     ("net = net.to(other)", False),
     ("def inner({p}):\n{i}    return x.to({p})", False),  # a nested function's own
 )
-PARAMS = (("device", True), ("dev", True), ("gpu", False))  # `gpu`: TP110 reports the move
+PARAMS = (("device", True), ("dev", True), ("gpu", False))  # `gpu`: named as an index
 # (the value handed, whether it is an index, whether the finding is at a binding line)
 VALUES = (
     ("0", True, False),

@@ -66,7 +66,7 @@ def test_self_referencing_flags_terminate() -> None:
 _CUDA_LINES = [
     "y = x.cuda()",
     'y = x.to("cuda")',
-    "y = x.to(0)",
+    "m = DistributedDataParallel(m, device_ids=[rank])",
     'y = x.to(f"cuda:{rank}")',
     "torch.cuda.set_device(rank)",
     "torch.cuda.synchronize()",

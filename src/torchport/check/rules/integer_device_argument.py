@@ -5,7 +5,7 @@ The invariant: **an integer handed to a parameter that its function's body place
 parameter is named: ``device_id = 0`` then ``self.load_model(model_config, device_id, ...)``,
 whose body does ``.cuda(device)`` and ``stitcher.to(device)`` (ComfyUI-AdvancedLivePortrait,
 held-out recall round 5h). What places is ``port/_device_parameters.placing_parameters``'s
-answer, asked with ``cuda=True``; TP110 reports an index moved to where it is moved.
+answer, asked with ``cuda=True``.
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ class IntegerDeviceArgument(Rule):
     `self.load_model(cfg, 0)`, `device_id = 0; self.load_model(cfg, device_id)` (reported
     at the `0`), `train(model, args.gpu)` or `setup(local_rank)` (a name or attribute that
     says it is a rank or GPU index). A callee whose own parameter is named as an index
-    (`def train(model, gpu): model.to(gpu)`) is left to TP110 there, `.cuda(gpu)` to TP101.
+    (`def train(model, gpu): model.to(gpu)`) is left alone, its `.cuda(gpu)` is TP101's.
     Left alone: a call under a test of the device type, and test code about CUDA itself.
 
     ## Why is this bad?
-    An integer device means a CUDA device: `net.to(0)` is `net.to("cuda:0")`, and
     `net.cuda(0)` needs CUDA. Nothing in the callee looks wrong (it moves to the `device`
     it is handed), but every call that hands it an index runs only where there is CUDA,
     and never on MPS or XPU. Hand it a device built from the accelerator that is there:
@@ -46,7 +45,10 @@ class IntegerDeviceArgument(Rule):
     Reported without a fix: the integer may serve as an index elsewhere too.
 
     ## Why is it off by default?
-    New (held-out recall round 5h), and not yet judged on a precision sample.
+    New (held-out recall round 5h), and not yet judged on a precision sample. A callee
+    that only moves with `.to(device)` is reported too, though on torch 2.5 and newer an
+    integer device there is the current accelerator's (CUDA, MPS, XPU): a known noise
+    class (issue 34, a34r), which only a callee's `.cuda(device)` escapes.
     `--extend-select TP124` runs it.
     """
 
@@ -97,7 +99,7 @@ def _indices_placed_on(node: ast.Call, ctx: Context) -> list[tuple[ast.expr, str
         (spot, name)
         for position, name in placing_parameters(node, ctx, cuda=True)
         if (spot := handed.get(name, handed.get(position))) is not None
-        and not index_name(name)  # `.to(gpu)` in the callee: TP110's
+        and not index_name(name)  # a callee's `gpu` parameter: named as an index there
     ]
     if not hits or device_guard(node, ctx) is Guard.DEVICE_TYPE or cuda_is_the_subject(node, ctx):
         return []
