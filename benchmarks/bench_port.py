@@ -29,6 +29,11 @@ Two questions, one file:
   per round, so the machine's load falls on both alike); ``--base SRC`` adds a third
   command, the port of another checkout's ``src`` (``PYTHONPATH=SRC``), and
   ``--same`` compares the two ports' output (stdout and the findings) byte for byte.
+  ``--ideal-gate`` adds the port of only the files the tree's port changes or reports
+  in (read from its output, before the rounds): what a file gate that skipped every
+  other file before parsing would cost at best (their modules are still read where a
+  ported file imports them, as the project view does); its output is compared with
+  the whole tree's.
 
 Run: ``.venv/bin/python benchmarks/bench_port.py [--repeat 3]``
      ``.venv/bin/python benchmarks/bench_port.py --real /tmp/real/some-repo ...``
@@ -61,6 +66,10 @@ SCRIPTS = ROOT / "tests" / "check" / "port" / "scripts"
 RUNNER = ROOT / "tests" / "check" / "port" / "port_runner.py"
 _DEVICE_AWARE = re.compile(r"cuda|mps|xpu|accelerator")
 _ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
+# A file the port's `--diff -q` output names: a diff's new-file line, or a finding's location
+# (a notebook's `nb.ipynb:cell 3:4:1: TP...`).
+_LOCATED = re.compile(rb"^(.+?:\d+:\d+: TP\d{3}) ", re.M)
+_OUTPUT_FILE = re.compile(rb"^(?:\+\+\+ b/(.+)|(.+?)(?::cell \d+)?:\d+:\d+: TP\d{3} .*)$", re.M)
 
 
 def _lines(path: Path) -> int:
@@ -279,7 +288,27 @@ def _child_cost(command: list[str], env: dict[str, str]) -> tuple[float, bytes, 
         return usage.ru_utime + usage.ru_stime, out.read(), err.read()
 
 
-def against_check(tree: str, rounds: int, base: str | None, same: bool) -> None:
+def _output_files(out: bytes, err: bytes) -> list[str]:
+    """The files a port's ``--diff -q`` output (stdout, stderr) names, in order, once each."""
+    found = (m.group(1) or m.group(2) for m in _OUTPUT_FILE.finditer(out + b"\n" + err))
+    return list(dict.fromkeys(os.fsdecode(f) for f in found))
+
+
+def _compared(one: tuple[bytes, bytes], other: tuple[bytes, bytes]) -> str:
+    """``same``; ``same diff and findings, messages differ`` (a finding's location and code
+    alike, its words not: a file given by name finds its target torch where its folder did
+    not, and says why a fix was left out); else ``DIFFERS``."""
+    if one == other:
+        return "same"
+    located = [_LOCATED.findall(out + b"\n" + err) for out, err in (one, other)]
+    if one[0] == other[0] and located[0] == located[1]:
+        return "same diff and findings, messages differ"
+    return "DIFFERS"
+
+
+def against_check(
+    tree: str, rounds: int, base: str | None, same: bool, ideal: bool = False
+) -> None:
     """The port's CPU against check's on ``tree``, interleaved rounds (see the docstring)."""
     python = sys.executable
     port = [python, "-m", "torchport", "port", "--diff", tree, "--jobs", "1", "-q"]
@@ -289,6 +318,12 @@ def against_check(tree: str, rounds: int, base: str | None, same: bool) -> None:
     commands: dict[str, tuple[list[str], dict[str, str]]] = {"port": (port, env)}
     if base is not None:
         commands["base"] = (port, {**env, "PYTHONPATH": base})
+    if ideal:
+        files = _output_files(*_child_cost(port, env)[1:])
+        print(f"ideal gate: {len(files)} files of the tree have port output")
+        ideal = bool(files)  # (none: nothing to port, no bound to measure)
+        if ideal:
+            commands["ideal"] = ([*port[:5], *files, *port[6:]], env)
     commands["check"] = (check, env)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}"
@@ -308,6 +343,9 @@ def against_check(tree: str, rounds: int, base: str | None, same: bool) -> None:
         extra = f", base/check {cpu['base'][-1] / cpu['check'][-1]:.2f}" if base else ""
         if base and same:
             extra += ", output " + ("same" if outputs["port"] == outputs["base"] else "DIFFERS")
+        if ideal:
+            extra += f", ideal/check {cpu['ideal'][-1] / cpu['check'][-1]:.2f}, ideal output "
+            extra += _compared(outputs["port"], outputs["ideal"])
         print(f"round {i + 1}, load {load:.1f}: {'; '.join(row)}; port/check {ratio:.2f}{extra}")
     median = {name: statistics.median(v) for name, v in cpu.items()}
     ratios = [p / c for p, c in zip(cpu["port"], cpu["check"], strict=True)]
@@ -315,6 +353,9 @@ def against_check(tree: str, rounds: int, base: str | None, same: bool) -> None:
         f"median CPU: {', '.join(f'{n} {v:.2f} s' for n, v in median.items())}; "
         f"port/check median of the rounds' ratios {statistics.median(ratios):.2f} (target 1.5)"
     )
+    if ideal:
+        bound = [i / c for i, c in zip(cpu["ideal"], cpu["check"], strict=True)]
+        print(f"ideal/check median of the rounds' ratios {statistics.median(bound):.2f}")
 
 
 def main() -> None:
@@ -325,6 +366,11 @@ def main() -> None:
     parser.add_argument(
         "--same", action="store_true", help="with --base: compare the two ports' output"
     )
+    parser.add_argument(
+        "--ideal-gate",
+        action="store_true",
+        help="with --against-check: also port only the files with port output (a bound)",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--real", nargs="+", metavar="DIR")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per script run")
@@ -333,7 +379,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.against_check:
-        against_check(args.against_check, args.rounds, args.base, args.same)
+        against_check(args.against_check, args.rounds, args.base, args.same, args.ideal_gate)
     elif args.real:
         real(args.real, args.timeout, args.verify)
     else:

@@ -7,12 +7,15 @@ and numpy every way the text can hide them (a fullwidth identifier, an escape, s
 constants, a star import) or not at all, and on generated projects of three modules
 importing each other (cycles included: the project view's cuts must meet the same files
 first), the port writes the same text and leaves the same findings, with the same
-messages. Each project is ported in two fresh copies, so no cache of the first port
-answers the second.
+messages; and on a script that reaches torch's and numpy's names only through a compat
+module of the project (a star import, its names, aliases of them, the module itself), stored
+as UTF-8, with a BOM, under a latin-1 coding cookie, or as a notebook. Each project is
+ported in two fresh copies, so no cache of the first port answers the second.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -215,3 +218,97 @@ def test_a_script_without_torch_that_imports_the_model_is_ported(tmp_path: Path)
     assert sorted(set(asked)) == [("model.py", True), ("notes.py", False), ("train.py", True)]
     assert on == _port_copy(files, tmp_path / "off", False)
     assert any("train.py" in d and ".to(device)" in d for d in on[0])
+
+
+# ------------------------------------------------ compat modules, notebooks, encodings
+
+# A compat module binds torch's and numpy's names under others; the script reaches them by a
+# star import, by name, under an alias of its own or through the module, and writes neither
+# `torch`, `numpy`, `load` nor `DataLoader` itself (the star import and the project view are
+# all that can keep it).
+_COMPAT = (
+    "import torch as T\nfrom torch import load as L\nfrom torch import nn as N\n"
+    "from torch.utils.data import DataLoader as DL\nimport numpy as A\n"
+)
+_NAMES = ("L", "T", "N", "DL", "A")
+# how the script reaches them: (its import line, what each name is called there)
+_REACH = {
+    "star": ("from compat import *\n", {n: n for n in _NAMES}),
+    "names": ("from compat import L, T, N, DL, A\n", {n: n for n in _NAMES}),
+    "aliases": (
+        "from compat import L as Q, T as U, N as M, DL as D, A as B\n",
+        dict(zip(_NAMES, ("Q", "U", "M", "D", "B"), strict=True)),
+    ),
+    "module": ("import compat as c\n", {n: f"c.{n}" for n in _NAMES}),
+}
+# what each port rule would report, written with those names
+_USES = (
+    "state = {L}('m.pt')\n",  # TP301
+    "net = {N}.Linear(4, 2)\nout = net({T}.zeros(3, 4))\n",  # TP501, TP503
+    "loader = {DL}(data)\nfor x in loader:\n    y = net(x)\n",  # TP505, TP502
+    "dev = {T}.device('cpu')\n",  # TP507
+    "m = {A}.mean(net(x))\n",  # TP522
+    "class Block({N}.Module):\n    def forward(self, x):\n        return x + {T}.ones(2)\n",
+)
+# how the script is stored: the text the port reads is the same, the bytes are not
+_LATIN = "# -*- coding: latin-1 -*-\n# caf\xe9\n"
+
+
+def _stored(kind: str, text: str) -> tuple[str, bytes]:
+    """The script's file name and bytes: UTF-8, a BOM, a latin-1 cookie, or a notebook."""
+    if kind == "bom":
+        return "train.py", b"\xef\xbb\xbf" + text.encode()
+    if kind == "latin-1":
+        return "train.py", (_LATIN + text).encode("latin-1")
+    if kind == "notebook":
+        cells = [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+             "source": cell.splitlines(keepends=True)}
+            for cell in text.split("\n\n") if cell
+        ]  # fmt: skip
+        notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        return "train.ipynb", json.dumps(notebook, indent=1).encode()
+    return "train.py", text.encode()
+
+
+def _port_bytes(files: dict[str, bytes], where: Path, on: bool) -> tuple[list[str], list[str]]:
+    where.mkdir()
+    for name, data in files.items():
+        (where / name).write_bytes(data)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _with_gate(on, monkeypatch)
+        result = port_paths([str(where)], diff=True, jobs=1)
+    prefix = str(where)
+    diffs = [f.diff.replace(prefix, "<tree>") for f in result.changed]
+    left = [
+        f"{f.path.replace(prefix, '<tree>')}:{f.line}:{f.col} {f.code} {f.message}"
+        for f in result.remaining
+    ]
+    return diffs, left + [str(e).replace(prefix, "<tree>") for e in result.errors]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+# gated (no word, an empty view): `Q` is `compat.Q` to the port's rules too, never torch.load
+@example(reach="aliases", uses=[0], kind="bom", compat=True)
+# kept by the star import (and a notebook's cell markers hold the word `torch`): ported
+@example(reach="star", uses=[0, 3], kind="notebook", compat=True)
+@given(
+    reach=st.sampled_from(sorted(_REACH)),
+    uses=st.lists(st.integers(0, len(_USES) - 1), min_size=1, max_size=3, unique=True),
+    kind=st.sampled_from(("py", "bom", "latin-1", "notebook")),
+    compat=st.booleans(),  # False: the compat module is missing (nothing to resolve)
+)
+def test_the_gate_changes_no_port_through_a_compat_module(
+    reach: str, uses: list[int], kind: str, compat: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    head, names = _REACH[reach]
+    text = head + "\n" + "\n".join(_USES[i].format(**names) for i in uses)
+    name, data = _stored(kind, text)
+    files = {name: data, **({"compat.py": _COMPAT.encode()} if compat else {})}
+    root = tmp_path_factory.mktemp("compat")
+    try:
+        assert _port_bytes(files, root / "on", True) == _port_bytes(files, root / "off", False)
+    finally:
+        shutil.rmtree(root)
