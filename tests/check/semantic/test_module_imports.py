@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torchport.check._context import Context
+from torchport.check.semantic import BindingKind
 from torchport.check.semantic._module_imports import module_import_targets
 from torchport.check.semantic._scope import ScopeMap
-from torchport.check.semantic import BindingKind
 
 NAMES = ["torch", "th", "nn", "np"]
 

@@ -59,7 +59,6 @@ class ModuleImports:
         self._answers[name] = answer
         return answer
 
-
     def only_imports(self, name: str) -> bool:
         """Whether module-level imports bind ``name`` and nothing else anywhere in the file
         does (relative imports too): the scope pass's module-level bindings of ``name`` are
