@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,6 +33,8 @@ IMPORTS = [
     "from .compat import torch",
     "from . import zeros",
     "import numpy as torch",
+    "from numpy import ones as z",  # `z` imported as two things: its tail is unknown
+    "from helpers import build as ones",  # a factory's name bound to something else
 ]
 CALLS = [
     "torch.zeros(3)",
@@ -51,7 +54,15 @@ CALLS = [
     "arange(5).float()",
     "print(3)",
 ]
-BINDINGS = ["", "zeros = make", "def ones():\n    pass", "z = None", "torch = obj", "F = 1"]
+BINDINGS = [
+    "",
+    "zeros = make",
+    "def ones():\n    pass",
+    "z = None",
+    "torch = obj",
+    "F = 1",
+    "def g():\n    from helpers import build as ones",  # a tail for the file, not for here
+]
 
 
 @st.composite
@@ -61,7 +72,9 @@ def modules(draw: st.DrawFn) -> str:
     calls = draw(st.lists(st.sampled_from(CALLS), min_size=1, max_size=5))
     body = "\n".join(f"    v{i} = {c}" for i, c in enumerate(calls))
     inner = draw(st.sampled_from(["", "    zeros = other\n", "    import numpy as t\n"]))
-    return "\n".join([*imports, binding, f"def f(x, d, kw):\n{inner}{body}\n    return x", ""])
+    top = "\n".join(f"w{i} = {c}" for i, c in enumerate(draw(st.lists(st.sampled_from(CALLS)))))
+    function = f"def f(x, d, kw):\n{inner}{body}\n    return x"
+    return "\n".join([*imports, binding, function, top, ""])
 
 
 @given(modules())
@@ -71,11 +84,25 @@ def test_a_call_is_a_host_factory_as_its_qualified_name_says(source: str) -> Non
     for call in ast.walk(tree):
         if isinstance(call, ast.Call):
             name = ctx.qualname(call.func)
-            want = (
-                (name in CREATORS or name in TYPED_CONSTRUCTORS)
-                and not any(k.arg is None or k.arg == "device" for k in call.keywords)
+            want = (name in CREATORS or name in TYPED_CONSTRUCTORS) and not any(
+                k.arg is None or k.arg == "device" for k in call.keywords
             )
             assert host_factory(ctx, call, set()) == want, (source, ast.dump(call))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from numpy import ones as z\nfrom torch import zeros as z\nz(3)\n",
+        "from torch import *\n\n\ndef g():\n    from helpers import build as ones\n\n\nones(3)\n",
+    ],
+)
+def test_a_name_whose_tail_cannot_tell_is_asked(source: str) -> None:
+    tree = ast.parse(source)
+    ctx = Context(source, "m.py", tree)
+    (call,) = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert ctx.qualname(call.func) in CREATORS
+    assert host_factory(ctx, call, set())
 
 
 def test_factories_under_every_spelling_are_found() -> None:
