@@ -7,7 +7,8 @@ order, less the contexts and operators (which no question about a function asks)
 again the same when asked again (they are listed once per function).
 
 ``local_values`` (a name's values in a function) is worked out once per function for
-every name (each loop's or ``with``'s stores walked once, nested ones with it); the oracle is the search per name as it was: every name of every function
+every name (each loop's or ``with``'s stores walked once, nested ones with it); the
+oracle is the search per name as it was: every name of every function
 (and one it lacks) gets the same values in the same order, or None alike.
 """
 
