@@ -186,8 +186,8 @@ def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> 
 def recorded() -> Iterator[dict[str, list[object] | None]]:
     """Within: each :func:`note` fills the dict given (path -> state when first noted).
 
-    Records nest: a note goes to the innermost one, which hands what it holds on to the one
-    around it when it ends (the paths that one lacks, in the order they were first noted):
+    Records nest: a note goes to the innermost record, which hands what it holds on to the
+    record enclosing it when it ends (the paths that lacks, in the order first noted):
     each record ends as if every note had gone to every record open at the time, and a
     path noted many times deep in a question (every cached module fact notes what it read)
     is copied once per level, not once per note and level.
