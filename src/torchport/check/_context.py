@@ -229,6 +229,11 @@ class Context(SourceText):
         self._last_expr, self._last_name = expr, name
         return name
 
+    def only_imported(self, name: str) -> bool:
+        """Whether ``name`` is bound by module-level imports and nothing else in the file,
+        read without the scope pass (False: unknown, ask :attr:`scopes`)."""
+        return self._module_imports.only_imports(name)
+
     def _fast_qualname(self, expr: ast.expr, root: ast.Name) -> str | None:
         """``qualname`` without the scope pass where only module-level imports bind ``root``.
 

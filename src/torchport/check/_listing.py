@@ -121,10 +121,9 @@ def note(path: str | os.PathLike[str]) -> None:
     """Record that the check read or looked for ``path`` (nothing outside :func:`recorded`)."""
     if _NOTED:
         key = os.path.abspath(path)
-        if any(key not in noted for noted in _NOTED):
-            seen = state(key)
-            for noted in _NOTED:
-                noted.setdefault(key, seen)
+        inner = _NOTED[-1]  # (the outer records get it when this one ends: recorded)
+        if key not in inner:
+            inner[key] = state(key)
 
 
 def span() -> int:
@@ -146,9 +145,13 @@ def still(reads: dict[str, list[object] | None], since: int) -> bool:
                 return False
         elif not all(_same_in_span(store, p, s) for p, s in reads.items()):
             return False
-    for noted in _NOTED:
-        for path, seen in reads.items():
-            noted.setdefault(path, seen)
+    if _NOTED:  # the innermost record (the outer ones get it when it ends: recorded)
+        inner = _NOTED[-1]
+        if inner:
+            for path, seen in reads.items():
+                inner.setdefault(path, seen)
+        else:
+            inner.update(reads)
     return True
 
 
@@ -181,9 +184,23 @@ def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> 
 
 @contextmanager
 def recorded() -> Iterator[dict[str, list[object] | None]]:
-    """Within: each :func:`note` fills the dict given (path -> state when first noted)."""
+    """Within: each :func:`note` fills the dict given (path -> state when first noted).
+
+    Records nest: a note goes to the innermost record, which hands what it holds on to the
+    record enclosing it when it ends (the paths that lacks, in the order first noted):
+    each record ends as if every note had gone to every record open at the time, and a
+    path noted many times deep in a question (every cached module fact notes what it read)
+    is copied once per level, not once per note and level.
+    """
     _NOTED.append({})
     try:
         yield _NOTED[-1]
     finally:
-        _NOTED.pop()
+        inner = _NOTED.pop()
+        if _NOTED:
+            outer = _NOTED[-1]
+            if outer:
+                for path, seen in inner.items():
+                    outer.setdefault(path, seen)
+            else:
+                outer.update(inner)

@@ -3,10 +3,12 @@
 The walk reads a node's fields itself, skipping those that hold no node or only a
 context or an operator; the oracle is the walk it replaced, on ``ast.iter_child_nodes``:
 on generated programs and on the corners, every function's nodes come in the same
-order, less the contexts and operators (which no question about a function asks).
+order, less the contexts and operators (which no question about a function asks), and
+again the same when asked again (they are listed once per function).
 
 ``local_values`` (a name's values in a function) is worked out once per function for
-every name; the oracle is the search per name as it was: every name of every function
+every name (each loop's or ``with``'s stores walked once, nested ones with it); the
+oracle is the search per name as it was: every name of every function
 (and one it lacks) gets the same values in the same order, or None alike.
 """
 
@@ -54,6 +56,8 @@ def _same_nodes(source: str) -> None:
     for func in ast.walk(ast.parse(source)):
         if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             want = [n for n in _old_own_nodes(func) if not isinstance(n, _NOT_ASKED)]
+            assert [id(n) for n in _own_nodes(func)] == [id(n) for n in want]
+            # listed once per function: asked again, the same nodes in the same order
             assert [id(n) for n in _own_nodes(func)] == [id(n) for n in want]
 
 
@@ -121,6 +125,11 @@ VALUE_CORNERS = [
     "    for x in y:\n        def inner():\n            z = 8\n    with m as n:\n"
     "        o = 9\n    if (r := 10):\n        p = 11\n    lam = lambda j: (j := 1)\n"
     "    return a\n",
+    # loops and withs inside loops (each one's stores walked once for all of them)
+    "def f(y):\n    k = 2\n    a = 0\n    b = 0\n    c = 0\n    d = 0\n    e = 1\n    for x in y:\n"
+    "        for a in x:\n            with a as b:\n                c += 1\n"
+    "                for (d, q) in b:\n                    e = d\n    while y:\n"
+    "        for t in y:\n            g = t\n    return a, b, c, d, e, g, k\n",
     "async def f():\n    async for x in y:\n        x2 = x\n    async with m as n:\n"
     "        n2 = n\n    class C:\n        a = 1\n    a = 2\n    return a, x2, n2\n",
 ]

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torchport.check._context import Context
+from torchport.check.semantic import BindingKind
 from torchport.check.semantic._module_imports import module_import_targets
 from torchport.check.semantic._scope import ScopeMap
 
@@ -223,3 +224,28 @@ def test_names_bound_otherwise_are_left_to_the_scope_pass() -> None:
         except SyntaxError:  # newer syntax than this Python's: the text alone is asked
             tree = ast.parse("import torch\n")
         assert "torch" not in module_import_targets(tree, source), source
+
+
+@given(programs())
+def test_only_imported_names_are_bound_by_imports_alone_in_the_scope_pass(source: str) -> None:
+    # Context.only_imported (the project view's cheap read): where it says True, the scope
+    # pass's module-level bindings of the name are there, and every one is an import.
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    ctx = Context(source, "x.py", tree)
+    module = ScopeMap(tree).module.bindings
+    for name in {*NAMES, "numpy", "other", "x"}:
+        if ctx.only_imported(name):
+            assert module.get(name), (source, name)
+            assert all(b.kind is BindingKind.IMPORT for b in module[name]), (source, name)
+
+
+def test_only_imported_reads_relative_imports_and_declines_other_bindings() -> None:
+    source = "from . import nn\nfrom .compat import th\n\nx = nn.Linear(th.ones(1))\n"
+    ctx = Context(source, "x.py", ast.parse(source))
+    assert ctx.only_imported("nn") and ctx.only_imported("th")
+    assert not ctx.only_imported("x") and not ctx.only_imported("torch")
+    source = "import torch\n\ndef f():\n    global torch\n    torch = 1\n"
+    assert not Context(source, "x.py", ast.parse(source)).only_imported("torch")

@@ -176,11 +176,24 @@ def _holder(func: ast.AST, arg: ast.Name) -> ast.Call | None:
     return None
 
 
+# Per function: its own nodes, listed once and kept while its tree lives (the port's facts
+# ask for them several times a function: each test of its returns, its CPU tensors, its
+# locals' values).
+_OWN: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()
+
+
 def own_nodes(func: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``func``'s body, not those of functions or classes nested in it.
 
-    In ``ast.iter_child_nodes`` order, less the contexts and operators.
+    In ``ast.iter_child_nodes`` order, less the contexts and operators. Read them only.
     """
+    found = _OWN.get(func)
+    if found is None:
+        found = _OWN[func] = list(_own_nodes(func))
+    return iter(found)
+
+
+def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
     stack = list(getattr(func, "body", []))
     pop, push = stack.pop, stack.append
     node_class = ast.AST
@@ -212,6 +225,7 @@ def _local_table(func: ast.AST) -> _LocalTable:
         return found
     values: dict[str, list[ast.expr]] = {}
     other: set[str] = set()
+    walked: set[int] = set()  # nodes of _BINDS_INSIDE inside one walked already: theirs are in
     for node in own_nodes(func):
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -222,12 +236,12 @@ def _local_table(func: ast.AST) -> _LocalTable:
                         values.setdefault(target.id, []).append(node.value)
                 else:  # unpacked or stored into: every name in it (`a[i] = v`: `a`, `i`)
                     other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-        elif isinstance(node, _BINDS_INSIDE):  # every name it stores (a loop's body too)
-            other.update(
-                n.id
-                for n in ast.walk(node)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            )
+        elif isinstance(node, _BINDS_INSIDE) and id(node) not in walked:
+            for n in ast.walk(node):  # every name it stores (a loop's body too)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    other.add(n.id)
+                elif isinstance(n, _BINDS_INSIDE):
+                    walked.add(id(n))
     args = getattr(func, "args", None)
     if args is not None:
         other.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
@@ -363,10 +377,24 @@ def makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef)
     return False
 
 
+_FACTORY_TAILS = frozenset(n.rpartition(".")[2] for n in CREATORS | TYPED_CONSTRUCTORS)
+
+
 def host_factory(ctx: Context, call: ast.Call, moved: set[int]) -> bool:
     """Whether ``call`` is a torch factory or typed constructor with no ``device`` (nor
     ``**kwargs`` that may hold one) and not in ``moved`` (ids of calls moved where made)."""
-    name = ctx.qualname(call.func)
+    func = call.func  # (a qualified name ends as the call is written: its attribute, or the
+    # import's last part, or the name itself under a star import; asked of every call)
+    if isinstance(func, ast.Attribute):
+        if func.attr not in _FACTORY_TAILS:
+            return False
+    elif not isinstance(func, ast.Name):
+        return False  # no dotted name: no qualified name
+    elif func.id not in _FACTORY_TAILS:
+        tail = ctx.import_tails.get(func.id, func.id)
+        if tail is not None and tail not in _FACTORY_TAILS:
+            return False
+    name = ctx.qualname(func)
     return (
         (name in CREATORS or name in TYPED_CONSTRUCTORS)
         and id(call) not in moved

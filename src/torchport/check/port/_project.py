@@ -382,6 +382,9 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
             bound.append(ctx.scopes.module.bindings)
         return bound[0]
 
+    def only_import(name: str) -> bool:  # read from the text where it can be: no scope map
+        return ctx.only_imported(name) or _only_import(bindings().get(name, []))
+
     for stmt in ctx.tree.body:
         for node in _top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
@@ -410,7 +413,7 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                             if source is not None and _unread(source_facts, alias.name):
                                 out.unresolved.add(local)  # the project's, unreadable
                             continue  # nothing of the project's, whatever binds the name
-                    if not _only_import(bindings().get(local, [])) and not (
+                    if not only_import(local) and not (
                         source_facts is not None
                         and alias.name in source_facts.classes
                         and rebound_by_own_call(bindings().get(local, []), local)
@@ -435,9 +438,9 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                             out.unresolved.add(alias.asname or alias.name.partition(".")[0])
                         continue
                     if alias.asname:
-                        if _only_import(bindings().get(alias.asname, [])):
+                        if only_import(alias.asname):
                             out.modules[alias.asname] = facts
-                    elif _only_import(bindings().get(alias.name.partition(".")[0], [])):
+                    elif only_import(alias.name.partition(".")[0]):
                         out.modules[alias.name] = facts
     return out
 

@@ -38,6 +38,7 @@ class ModuleImports:
         self.facts = facts
         self.ascii = source.isascii()  # else every answer is None: the scope pass decides
         self._answers: dict[str, str | None] = {}
+        self._only: dict[str, bool] = {}  # only_imports' answers
 
     def target(self, name: str) -> str | None:
         """The one dotted target of ``name``'s imports, or None: ask the scope pass."""
@@ -57,6 +58,21 @@ class ModuleImports:
                 answer = only  # relative imports (None) are left to the pass
         self._answers[name] = answer
         return answer
+
+    def only_imports(self, name: str) -> bool:
+        """Whether module-level imports bind ``name`` and nothing else anywhere in the file
+        does (relative imports too): the scope pass's module-level bindings of ``name`` are
+        those imports and nothing else. False: ask the scope pass."""
+        found = self._only.get(name)
+        if found is None:
+            facts = self.facts
+            found = self._only[name] = (
+                self.ascii
+                and name in facts.module_imports
+                and name not in facts.nested_imports
+                and _occurrences(self.source, name) == facts.written.get(name, 0)
+            )
+        return found
 
 
 def module_import_targets(tree: ast.Module, source: str) -> dict[str, str]:
