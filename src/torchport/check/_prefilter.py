@@ -26,7 +26,6 @@ tree on generated sources, and the findings with and without the prefilter.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Collection
 
 from torchport.check._patterns import lazy_pattern
@@ -54,25 +53,31 @@ NEEDS: dict[str, str] = {
 }
 
 _ESCAPES = lazy_pattern(r"\\[xuUN0-7\r\n]")
-_SPLITS: dict[str, re.Pattern[str]] = {}
+# A quote right after a word character that ends a literal another literal follows: where a
+# word may be split (``"cu" "da"``), if the characters before the quote are a proper
+# prefix of it (:func:`_split_after`). What may stand between the two literals is taken
+# whole and never given back (possessive): a comment runs to its line's end, as Python
+# reads it (backtracking there split a comment of n `#` into 2^(n-1) ways: a `####...`
+# banner line after a string ending in "a" hung the check). One pattern for every word:
+# a pattern per word (its prefixes nested, "w(?:e(?:i)?)?" for "weig") took sre 0.1-0.5
+# ms each to compile, most of a small file's check after the imports.
+_SPLIT_QUOTES = lazy_pattern(r"(?<=\w)[\"'](?=(?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{0,2}[\"'])")
 
 
-def _split(word: str) -> re.Pattern[str]:
-    found = _SPLITS.get(word)
-    if found is None:
-        # a proper prefix of the word, nested ("w(?:e(?:i)?)?" for "weig"): the same
-        # language as the alternation of the prefixes, which took sre 0.1-3 ms to
-        # compile a word (most of a small file's check); this 0.1-0.3 ms
-        prefixes = ""
-        for letter in reversed(word[1:-1]):
-            prefixes = f"(?:{re.escape(letter)}{prefixes})?"
-        # What may stand between two literals is taken whole and never given back
-        # (possessive): a comment runs to its line's end, as Python reads it. Backtracking
-        # there split a comment of n `#` into 2^(n-1) ways (a `####...` banner line after a
-        # string ending in "a" hung the check of TP407's word, allow_tf32).
-        found = _SPLITS[word] = re.compile(
-            rf"{re.escape(word[0])}{prefixes}[\"'](?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{{0,2}}[\"']"
-        )
+def _split_after(source: str, words: set[str]) -> set[str]:
+    """The ``words`` of which a proper prefix ends a literal of ``source`` another one follows.
+
+    The words are ASCII identifiers (tests/check/test_prefilter.py), so a prefix's last
+    character is a word character: the pattern finds every quote a prefix can stand before.
+    """
+    found: set[str] = set()
+    for quote in _SPLIT_QUOTES.finditer(source):
+        end = quote.start()
+        for word in words - found:
+            if any(source.endswith(word[:size], 0, end) for size in range(1, len(word))):
+                found.add(word)
+        if found == words:
+            break
     return found
 
 
@@ -83,7 +88,7 @@ def may_hold(source: str, word: str) -> bool:
     """
     if word in source or not source.isascii() or _ESCAPES.search(source) is not None:
         return True
-    return len(word) > 1 and _split(word).search(source) is not None
+    return bool(_split_after(source, {word}))
 
 
 def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
@@ -95,7 +100,7 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     missing = {word for word in words if word not in source}
     if not missing or not source.isascii() or _ESCAPES.search(source) is not None:
         return frozenset()
-    missing = {w for w in missing if not (len(w) > 1 and _split(w).search(source) is not None)}
+    missing -= _split_after(source, missing)
     return frozenset(code for code, word in NEEDS.items() if word in missing and code in codes)
 
 

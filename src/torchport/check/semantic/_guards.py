@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import enum
 import re
-import weakref
 
 from torchport.check.semantic._devices import (
     ACCELERATOR_TYPES,
@@ -45,6 +44,8 @@ from torchport.check.semantic._residence import bound_value
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
+
+    _OtherBefore = dict[int, tuple[list[ast.stmt], dict[int, tuple[bool, ast.stmt | None]]]]
 
 __all__ = [
     "Guard",
@@ -307,9 +308,10 @@ def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     if _names_other_accelerators(node):
         return True
     child: ast.AST = node
-    cache = _OTHER_BEFORE.get(ctx)
+    cache: _OtherBefore | None = ctx.memo.get(_OTHER_BEFORE)  # type: ignore[assignment]
     if cache is None:
-        cache = _OTHER_BEFORE[ctx] = {}
+        cache = {}
+        ctx.memo[_OTHER_BEFORE] = cache
     for outer in reversed(ctx.ancestors):
         for field in ("body", "orelse"):
             block = getattr(outer, field, None)
@@ -353,10 +355,10 @@ def _has_other_test(stmt: ast.stmt) -> bool:
     )
 
 
-# Per file: id(block) -> (the block, kept alive so its id stays its own; the answers).
-_OTHER_BEFORE: weakref.WeakKeyDictionary[
-    Context, dict[int, tuple[list[ast.stmt], dict[int, tuple[bool, ast.stmt | None]]]]
-] = weakref.WeakKeyDictionary()
+# Per file (Context.memo's key; a module-wide weakref.WeakKeyDictionary by Context cost
+# weakref's import, ~0.5 ms of a small file's start-up): id(block) -> (the block, kept
+# alive so its id stays its own; the answers).
+_OTHER_BEFORE = "guards.other_before"
 
 
 def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
@@ -392,9 +394,10 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
     """
     if not isinstance(child, ast.stmt):
         return None  # only a statement of a block has statements before it
-    cache = _EXITS.get(ctx)
+    cache: dict[int, _ExitGuards] | None = ctx.memo.get(_EXITS)  # type: ignore[assignment]
     if cache is None:
-        cache = _EXITS[ctx] = {}
+        cache = {}
+        ctx.memo[_EXITS] = cache
     scopes = ctx.built_scopes
     for field in ("body", "orelse", "finalbody"):
         stmts = getattr(block, field, None)
@@ -458,7 +461,7 @@ def _refuses_a_request(test: ast.expr, ctx: Context) -> bool:
     )
 
 
-_EXITS: weakref.WeakKeyDictionary[Context, dict[int, _ExitGuards]] = weakref.WeakKeyDictionary()
+_EXITS = "guards.exits"  # Context.memo's key: per file, id(block) -> its _ExitGuards
 
 
 _SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
