@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import enum
 import re
+import weakref
 
 from torchport.check.semantic._devices import (
     ACCELERATOR_TYPES,
@@ -44,8 +45,6 @@ from torchport.check.semantic._residence import bound_value
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
-
-    _OtherBefore = dict[int, tuple[list[ast.stmt], dict[int, tuple[bool, ast.stmt | None]]]]
 
 __all__ = [
     "Guard",
@@ -308,10 +307,9 @@ def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     if _names_other_accelerators(node):
         return True
     child: ast.AST = node
-    cache: _OtherBefore | None = ctx.memo.get(_OTHER_BEFORE)  # type: ignore[assignment]
+    cache = _OTHER_BEFORE.get(ctx)
     if cache is None:
-        cache = {}
-        ctx.memo[_OTHER_BEFORE] = cache
+        cache = _OTHER_BEFORE[ctx] = {}
     for outer in reversed(ctx.ancestors):
         for field in ("body", "orelse"):
             block = getattr(outer, field, None)
@@ -355,10 +353,10 @@ def _has_other_test(stmt: ast.stmt) -> bool:
     )
 
 
-# Per file (Context.memo's key; a module-wide weakref.WeakKeyDictionary by Context cost
-# weakref's import, ~0.5 ms of a small file's start-up): id(block) -> (the block, kept
-# alive so its id stays its own; the answers).
-_OTHER_BEFORE = "guards.other_before"
+# Per file: id(block) -> (the block, kept alive so its id stays its own; the answers).
+_OTHER_BEFORE: weakref.WeakKeyDictionary[
+    Context, dict[int, tuple[list[ast.stmt], dict[int, tuple[bool, ast.stmt | None]]]]
+] = weakref.WeakKeyDictionary()
 
 
 def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
@@ -394,10 +392,9 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
     """
     if not isinstance(child, ast.stmt):
         return None  # only a statement of a block has statements before it
-    cache: dict[int, _ExitGuards] | None = ctx.memo.get(_EXITS)  # type: ignore[assignment]
+    cache = _EXITS.get(ctx)
     if cache is None:
-        cache = {}
-        ctx.memo[_EXITS] = cache
+        cache = _EXITS[ctx] = {}
     scopes = ctx.built_scopes
     for field in ("body", "orelse", "finalbody"):
         stmts = getattr(block, field, None)
@@ -461,7 +458,7 @@ def _refuses_a_request(test: ast.expr, ctx: Context) -> bool:
     )
 
 
-_EXITS = "guards.exits"  # Context.memo's key: per file, id(block) -> its _ExitGuards
+_EXITS: weakref.WeakKeyDictionary[Context, dict[int, _ExitGuards]] = weakref.WeakKeyDictionary()
 
 
 _SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
