@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 from collections.abc import Sequence
 
 from torchport.check._context import Context
+from torchport.check._patterns import lazy_pattern
 from torchport.check.rules._test_words import (
     _SKIPS,
     SUBJECT_WORDS,
@@ -59,7 +59,7 @@ __all__ = [
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
 _FRAMEWORKS = frozenset({"pytest", "unittest"})
-_TEST_MODULE = re.compile(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
+_TEST_MODULE = lazy_pattern(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
 _TEST_FILE = "test_code.file"  # Context.memo's key: the file's answer where it is one
 
 
@@ -303,7 +303,7 @@ def decides_where_a_test_runs(ctx: Context) -> bool:
     )
 
 
-_BENCH = re.compile(r"bm_\w*")  # fvcore's `benchmark()` convention (pytorch3d's tests)
+_BENCH = lazy_pattern(r"bm_\w*")  # fvcore's `benchmark()` convention (pytorch3d's tests)
 
 
 def benchmark_code(ctx: Context) -> bool:
