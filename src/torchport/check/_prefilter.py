@@ -53,6 +53,13 @@ NEEDS: dict[str, str] = {
 }
 
 _ESCAPES = lazy_pattern(r"\\[xuUN0-7\r\n]")
+
+
+def _escapes(source: str) -> bool:
+    # the pattern is compiled only for a text with a backslash, which it needs (start-up)
+    return "\\" in source and _ESCAPES.search(source) is not None
+
+
 # A quote right after a word character that ends a literal another literal follows: where a
 # word may be split (``"cu" "da"``), if the characters before the quote are a proper
 # prefix of it (:func:`_split_after`). What may stand between the two literals is taken
@@ -86,7 +93,7 @@ def may_hold(source: str, word: str) -> bool:
 
     False only when it certainly holds none (see the module docstring).
     """
-    if word in source or not source.isascii() or _ESCAPES.search(source) is not None:
+    if word in source or not source.isascii() or _escapes(source):
         return True
     return bool(_split_after(source, {word}))
 
@@ -98,7 +105,7 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     words = {word for code, word in NEEDS.items() if code in codes}
     # may_hold, word by word, with the whole-text scans done once for all the words
     missing = {word for word in words if word not in source}
-    if not missing or not source.isascii() or _ESCAPES.search(source) is not None:
+    if not missing or not source.isascii() or _escapes(source):
         return frozenset()
     missing -= _split_after(source, missing)
     return frozenset(code for code, word in NEEDS.items() if word in missing and code in codes)
