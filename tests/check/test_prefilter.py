@@ -288,12 +288,13 @@ def test_the_words_are_ascii_identifiers() -> None:
         assert word.isascii() and word.isidentifier(), word
 
 
-# text of the characters that matter to a split: quotes, string prefixes, the words' own
-# letters, gaps (spaces, line breaks, comments, backslash-newlines) and other punctuation
+# text of the characters that matter to a split: quotes, string prefixes, gaps (spaces, line
+# breaks, comments, backslash-newlines), other punctuation, and the words' prefixes (their
+# first letters, halves and longest proper prefixes)
+_PREFIXES = sorted({w[:k] for w in WORDS for k in (1, 2, len(w) // 2, len(w) - 1) if k > 0})
 _PIECES = st.sampled_from(
     ['"', "'", '"""', "r", "f", "b", "u", "R", " ", "\n", "\\\n", "\\", "#", "# c\n", "(",
-     ")", ",", "=", "x", "_", "1", "c", "cu", "da", "w", "weights_", "T", "TORCH_", "LOA", "l",
-     "lo", "a", "allow_tf3"]
+     ")", ",", "=", "x", "_", "1", "da", "LOA", *_PREFIXES]
 )  # fmt: skip
 
 
@@ -308,3 +309,20 @@ def test_one_split_pattern_answers_as_a_pattern_per_word(source: str) -> None:
             word,
             source,
         )
+
+
+def test_every_proper_prefix_before_another_literal_is_a_split() -> None:
+    # each prefix length, each gap, each string prefix of the next literal: the text may
+    # hold the word; with a letter after the prefix or before it, as the oracle answers
+    for word in WORDS:
+        for size in range(1, len(word)):
+            for gap in ["", " ", "\n    ", " # c\n    ", " ####\n    # '\n    "]:
+                for then in ['"z"', "'z'", 'f"z"', 'rb"z"', '"""z"""']:
+                    source = f'x = ("{word[:size]}"{gap}{then})\n'
+                    assert may_hold(source, word), source
+                    for near in (
+                        f'x = ("{word[:size]}q"{gap}{then})\n',
+                        source.replace('"', '"q', 1),
+                    ):
+                        expected = bool(_split_by_word(word).search(near))
+                        assert may_hold(near, word) == expected, near

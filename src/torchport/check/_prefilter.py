@@ -26,6 +26,7 @@ tree on generated sources, and the findings with and without the prefilter.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Collection
 
 from torchport.check._patterns import lazy_pattern
@@ -60,32 +61,42 @@ def _escapes(source: str) -> bool:
     return "\\" in source and _ESCAPES.search(source) is not None
 
 
-# A quote right after a word character that ends a literal another literal follows: where a
-# word may be split (``"cu" "da"``), if the characters before the quote are a proper
-# prefix of it (:func:`_split_after`). What may stand between the two literals is taken
-# whole and never given back (possessive): a comment runs to its line's end, as Python
-# reads it (backtracking there split a comment of n `#` into 2^(n-1) ways: a `####...`
-# banner line after a string ending in "a" hung the check). One pattern for every word:
-# a pattern per word (its prefixes nested, "w(?:e(?:i)?)?" for "weig") took sre 0.1-0.5
-# ms each to compile, most of a small file's check after the imports.
-_SPLIT_QUOTES = lazy_pattern(r"(?<=\w)[\"'](?=(?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{0,2}[\"'])")
+# Where a word may be split (``"cu" "da"``): a literal ends in a proper prefix of the word
+# and another literal follows. Per word (:func:`_ends`): its first character, then word
+# characters up to a proper prefix's length, taken whole (possessive: a longer run fails
+# at once), then a quote; then, looked at without being taken, what may stand between
+# two literals, also taken whole and never given back: a comment runs to its line's end,
+# as Python reads it (backtracking there split a comment of n `#` into 2^(n-1) ways: a
+# `####...` banner line after a string ending in "a" hung the check), and the next
+# literal's quote. Which prefix the run ends in is read after (:func:`_split`): with the
+# prefixes nested in the pattern ("w(?:e(?:i)?)?" for "weig"), sre took up to 0.5 ms to
+# compile a word (the 32 letters of TP306's), most of a small file's check after the imports.
+_ENDS: dict[str, re.Pattern[str]] = {}
 
 
-def _split_after(source: str, words: set[str]) -> set[str]:
-    """The ``words`` of which a proper prefix ends a literal of ``source`` another one follows.
-
-    The words are ASCII identifiers (tests/check/test_prefilter.py), so a prefix's last
-    character is a word character: the pattern finds every quote a prefix can stand before.
-    """
-    found: set[str] = set()
-    for quote in _SPLIT_QUOTES.finditer(source):
-        end = quote.start()
-        for word in words - found:
-            if any(source.endswith(word[:size], 0, end) for size in range(1, len(word))):
-                found.add(word)
-        if found == words:
-            break
+def _ends(word: str) -> re.Pattern[str]:
+    found = _ENDS.get(word)
+    if found is None:
+        found = _ENDS[word] = re.compile(
+            rf"{re.escape(word[0])}\w{{0,{len(word) - 2}}}+[\"']"
+            r"(?=(?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{0,2}[\"'])"
+        )
     return found
+
+
+def _split(source: str, word: str) -> bool:
+    """Whether a literal of ``source`` ends in a proper prefix of ``word`` before another.
+
+    The words are ASCII identifiers (tests/check/test_prefilter.py), and ``source`` is
+    ASCII here: a prefix is a run of word characters that ends at the quote.
+    """
+    if len(word) < 2:
+        return False
+    for match in _ends(word).finditer(source):
+        start, quote = match.start(), match.end() - 1
+        if any(source.endswith(word[:size], start, quote) for size in range(1, len(word))):
+            return True
+    return False
 
 
 def may_hold(source: str, word: str) -> bool:
@@ -95,7 +106,7 @@ def may_hold(source: str, word: str) -> bool:
     """
     if word in source or not source.isascii() or _escapes(source):
         return True
-    return bool(_split_after(source, {word}))
+    return _split(source, word)
 
 
 def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
@@ -107,7 +118,7 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     missing = {word for word in words if word not in source}
     if not missing or not source.isascii() or _escapes(source):
         return frozenset()
-    missing -= _split_after(source, missing)
+    missing = {word for word in missing if not _split(source, word)}
     return frozenset(code for code, word in NEEDS.items() if word in missing and code in codes)
 
 
