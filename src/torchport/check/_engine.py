@@ -223,7 +223,6 @@ class CheckOutcome:
 def _cached_ruleset(
     select: _Codes | None, ignore: _Codes, pool: tuple[type[Rule], ...] | None, extend: _Codes
 ) -> RuleSet:
-    """``pool``: the rules a test swapped in, or None for the shipped ones (the catalog's)."""
     rules = select_rules(select, ignore, extend, available=pool)
     return RuleSet(rules, scoped_codes(rules, select, extend))
 
