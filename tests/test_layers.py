@@ -134,12 +134,13 @@ def test_the_check_detects_a_climb(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 # What `check/semantic/` may import at run time: itself, the text edit (a record that imports
-# nothing), and the floor; the engine's walk (`Context`) only in annotations.
+# nothing), the lazy patterns, and the floor; the engine's walk (`Context`) only in annotations.
 SEMANTIC_MAY_IMPORT = (
     "torchport.check.semantic",
     "torchport.check._edit",
     "torchport.check._records",  # dataclasses' methods without exec; imports no torchport module
     "torchport.check._nodes",  # which fields of a node class hold nodes; imports only ast
+    "torchport.check._patterns",  # patterns compiled on first use (start-up); imports only re
     "torchport._device_types",
 )
 

@@ -93,6 +93,30 @@ def test_the_catalog_imports_no_rule() -> None:
     assert not [m for m in modules if m.startswith("torchport.check.rules.")]
 
 
+def test_a_selection_makes_the_stand_ins_of_its_rules_alone() -> None:
+    # a class costs ~10 us: a default run makes its 14, not the catalog's 64; each made
+    # once, the same class whichever way it is asked for, in the catalog's order
+    probe = (
+        "import json\n"
+        "from torchport.check import _catalog\n"
+        "from torchport.check._select import available_codes, select_rules\n"
+        "chosen = select_rules()\n"
+        "made = sorted(_catalog._SHIPPED)\n"
+        "codes = list(available_codes())\n"
+        "assert all(_catalog.shipped_rule(r.code) is r for r in chosen)\n"
+        "assert all(getattr(_catalog, r.__name__) is r for r in chosen)\n"
+        "every = _catalog.shipped_rules()\n"
+        "assert all(r in every for r in chosen)\n"
+        "print(json.dumps([[r.__name__ for r in chosen], made, codes, [r.code for r in every]]))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    chosen, made, codes, every = json.loads(out.stdout)
+    assert sorted(chosen) == made
+    assert made == sorted(r.__name__ for r in STAND_INS.values() if r.default)
+    assert codes == sorted(STAND_INS) == sorted(every)
+    assert every == [entry.code for entry in ENTRIES]
+
+
 def render_entries() -> str:
     """The text of ``ENTRIES`` in ``check/_catalog.py``, from the rule classes."""
 

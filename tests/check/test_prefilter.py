@@ -10,6 +10,7 @@ writing it (split literals, escapes, backslash-newlines, NFKC identifiers).
 from __future__ import annotations
 
 import ast
+import re
 import unicodedata
 
 from hypothesis import given
@@ -271,3 +272,57 @@ def test_absent_rules_asks_only_the_codes_it_knows() -> None:
     assert absent_rules(source, _Codes(codes)) == expected
     assert absent_rules(source, codes) == expected
     assert absent_rules('x = "cuda"\n', _Codes(codes)) == expected - {"TP101", "TP113", "TP115"}
+
+
+def _split_by_word(word: str) -> re.Pattern[str]:
+    """The oracle: a proper prefix of ``word`` ending a literal another literal follows,
+    written for this one word (the prefilter's own pattern serves every word)."""
+    prefixes = "|".join(re.escape(word[:size]) for size in range(1, len(word)))
+    gap = r"(?:\s|#[^\r\n]*+|\\\r?\n)*+"
+    return re.compile(rf"(?:{prefixes})[\"']{gap}[rRbBuUfF]{{0,2}}[\"']")
+
+
+def test_the_words_are_ascii_identifiers() -> None:
+    # what _prefilter._split_after relies on: a prefix's last character is a word character
+    for word in WORDS:
+        assert word.isascii() and word.isidentifier(), word
+
+
+# text of the characters that matter to a split: quotes, string prefixes, gaps (spaces, line
+# breaks, comments, backslash-newlines), other punctuation, and the words' prefixes (their
+# first letters, halves and longest proper prefixes)
+_PREFIXES = sorted({w[:k] for w in WORDS for k in (1, 2, len(w) // 2, len(w) - 1) if k > 0})
+_PIECES = st.sampled_from(
+    ['"', "'", '"""', "r", "f", "b", "u", "R", " ", "\n", "\\\n", "\\", "#", "# c\n", "(",
+     ")", ",", "=", "x", "_", "1", "da", "LOA", *_PREFIXES]
+)  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_one_split_pattern_answers_as_a_pattern_per_word(source: str) -> None:
+    # may_hold on ASCII text without the word and without an escape (a backslash-newline is
+    # one) is the split test alone
+    for word in WORDS:
+        if word in source or re.search(r"\\[xuUN0-7\r\n]", source):
+            continue
+        assert may_hold(source, word) == bool(_split_by_word(word).search(source)), (
+            word,
+            source,
+        )
+
+
+def test_every_proper_prefix_before_another_literal_is_a_split() -> None:
+    # each prefix length, each gap, each string prefix of the next literal: the text may
+    # hold the word; with a letter after the prefix or before it, as the oracle answers
+    for word in WORDS:
+        for size in range(1, len(word)):
+            for gap in ["", " ", "\n    ", " # c\n    ", " ####\n    # '\n    "]:
+                for then in ['"z"', "'z'", 'f"z"', 'rb"z"', '"""z"""']:
+                    source = f'x = ("{word[:size]}"{gap}{then})\n'
+                    assert may_hold(source, word), source
+                    for near in (
+                        f'x = ("{word[:size]}q"{gap}{then})\n',
+                        source.replace('"', '"q', 1),
+                    ):
+                        expected = bool(_split_by_word(word).search(near))
+                        assert may_hold(near, word) == expected, near

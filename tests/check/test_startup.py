@@ -15,10 +15,11 @@ from pathlib import Path
 
 # torchport's modules a default check of a 3-line file may import: the command line
 # (6), the engine, its semantic model and the rule catalog (~32), the file runner (~13),
-# the rule modules the walk hands a node (20 of 61 here: rules are imported on first
-# use, see check/_catalog.py), and a little room. Measured 75 (round 5: 115).
-MODULE_BUDGET = 80
-RULE_MODULE_BUDGET = 25
+# the rule modules the walk hands a node (9 of 64 here: rules are imported on first
+# use, see check/_catalog.py). Measured 67 (round 5: 115; 69 before branch s34u read
+# files/_remap.py and rules/_cuda_kernels.py on first use).
+MODULE_BUDGET = 68
+RULE_MODULE_BUDGET = 10
 NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml")
 # What a plain check of a .py file with no configuration file and no cache has no use
 # for: argparse (cli/_plain_check.py reads the line), the TOML and INI readers, JSON
@@ -69,8 +70,9 @@ def test_check_of_a_small_file_imports_only_what_it_runs(tmp_path: Path) -> None
     # patterns, the records, the plain command line and the chunk's folder listings
     # (check/_listing.py) came, and the notebook reader, the writer and the cache went;
     # 58 since the engine's dispatch by name left _engine.py at its line budget; 59 since
-    # finding the table (files/_config_search.py) left _config.py at its line budget)
-    assert len(ours) - len(rules) < 60, ours
+    # finding the table (files/_config_search.py) left _config.py at its line budget;
+    # 58 since files/_remap.py is read only by a fix's diff)
+    assert len(ours) - len(rules) < 59, ours
     assert not [m for m in ours if m.startswith("torchport.check.port")]
     assert not [m for m in ours if m.startswith("torchport.cli.") and m != "torchport.cli.check"
                 and not m.startswith("torchport.cli._")]  # fmt: skip

@@ -28,7 +28,15 @@ if TYPE_CHECKING:
 
     from torchport.check._context import Context
 
-__all__ = ["ENTRIES", "LazyRule", "RuleEntry", "real_rule", "shipped_rule", "shipped_rules"]
+__all__ = [
+    "ENTRIES",
+    "LazyRule",
+    "RuleEntry",
+    "real_rule",
+    "shipped_rule",
+    "shipped_rules",
+    "stand_in",
+]
 
 _PACKAGE = "torchport.check.rules"
 
@@ -126,29 +134,39 @@ def _stand_in(entry: RuleEntry) -> type[LazyRule]:
     return _LazyRuleMeta(entry.class_name, (LazyRule,), namespace)  # type: ignore[return-value]
 
 
-_SHIPPED: dict[str, type[LazyRule]] = {}
+_SHIPPED: dict[str, type[LazyRule]] = {}  # the stand-ins made so far, by class name
+
+
+def stand_in(entry: RuleEntry) -> type[LazyRule]:
+    """The stand-in of the shipped rule ``entry`` describes, made on first use (then kept).
+
+    A class costs ~10 us to make: a run makes those of the rules it selects (14 of 64
+    by default), not all of them (:func:`torchport.check._select.select_rules`).
+    """
+    found = _SHIPPED.get(entry.class_name)
+    if found is None:
+        found = _SHIPPED[entry.class_name] = _stand_in(entry)
+    return found
 
 
 def shipped_rules() -> tuple[type[LazyRule], ...]:
     """A stand-in for every shipped rule, by code; no rule module is imported."""
-    if not _SHIPPED:
-        _SHIPPED.update((entry.class_name, _stand_in(entry)) for entry in ENTRIES)
-    return tuple(_SHIPPED.values())
+    return tuple(stand_in(entry) for entry in ENTRIES)
 
 
 def shipped_rule(code: str) -> type[LazyRule] | None:
     """The stand-in of the shipped rule ``code`` (None: no such rule)."""
-    return next((rule for rule in shipped_rules() if rule.code == code), None)
+    entry = next((entry for entry in ENTRIES if entry.code == code), None)
+    return None if entry is None else stand_in(entry)
 
 
 def __getattr__(name: str) -> type[LazyRule]:
     # The stand-ins are attributes of this module by class name, so that pickle (the
     # worker pool) finds them again: `torchport.check._catalog.HardCodedCuda`.
-    shipped_rules()
-    try:
-        return _SHIPPED[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    entry = next((entry for entry in ENTRIES if entry.class_name == name), None)
+    if entry is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return stand_in(entry)
 
 
 # Sorted by code. Generated: see the module docstring.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
 from torchport.check._syntax import adopt_scopes
@@ -42,9 +43,9 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # `for`, then its run (see loop_heads). The word start before it is tested apart: a
 # pattern that starts with `\b` is tried at every character of the text; one that starts
 # with the literal `for` jumps from one `for` to the next (15x less over three trees).
-_FOR_RUN = re.compile(r"for\b((?:[\s(\\]|#[^\r\n]*)*)")
-_WORD = re.compile(r"\w+")
-_WORD_CHAR = re.compile(r"\w")
+_FOR_RUN = lazy_pattern(r"for\b((?:[\s(\\]|#[^\r\n]*)*)")
+_WORD = lazy_pattern(r"\w+")
+_WORD_CHAR = lazy_pattern(r"\w")
 
 
 class Context(SourceText):

@@ -42,7 +42,7 @@ from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
-from torchport.check._select import available_rules, default_reports, scoped_codes, select_rules
+from torchport.check._select import default_reports, scoped_codes, select_rules, swapped_rules
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
 
@@ -221,7 +221,7 @@ class CheckOutcome:
 
 @functools.lru_cache(maxsize=64)
 def _cached_ruleset(
-    select: _Codes | None, ignore: _Codes, pool: tuple[type[Rule], ...], extend: _Codes
+    select: _Codes | None, ignore: _Codes, pool: tuple[type[Rule], ...] | None, extend: _Codes
 ) -> RuleSet:
     rules = select_rules(select, ignore, extend, available=pool)
     return RuleSet(rules, scoped_codes(rules, select, extend))
@@ -232,7 +232,7 @@ def ruleset_for(
 ) -> RuleSet:
     """The (cached) rule set for these selectors over :func:`available_rules`."""
     chosen = None if select is None else tuple(select)
-    return _cached_ruleset(chosen, tuple(ignore or ()), available_rules(), tuple(extend))
+    return _cached_ruleset(chosen, tuple(ignore or ()), swapped_rules(), tuple(extend))
 
 
 # ---------------------------------------------------------------- the walk

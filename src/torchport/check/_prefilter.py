@@ -54,26 +54,49 @@ NEEDS: dict[str, str] = {
 }
 
 _ESCAPES = lazy_pattern(r"\\[xuUN0-7\r\n]")
-_SPLITS: dict[str, re.Pattern[str]] = {}
 
 
-def _split(word: str) -> re.Pattern[str]:
-    found = _SPLITS.get(word)
+def _escapes(source: str) -> bool:
+    # the pattern is compiled only for a text with a backslash, which it needs (start-up)
+    return "\\" in source and _ESCAPES.search(source) is not None
+
+
+# Where a word may be split (``"cu" "da"``): a literal ends in a proper prefix of the word
+# and another literal follows. Per word (:func:`_ends`): its first character, then word
+# characters up to a proper prefix's length, taken whole (possessive: a longer run fails
+# at once), then a quote; then, looked at without being taken, what may stand between
+# two literals, also taken whole and never given back: a comment runs to its line's end,
+# as Python reads it (backtracking there split a comment of n `#` into 2^(n-1) ways: a
+# `####...` banner line after a string ending in "a" hung the check), and the next
+# literal's quote. Which prefix the run ends in is read after (:func:`_split`): with the
+# prefixes nested in the pattern ("w(?:e(?:i)?)?" for "weig"), sre took up to 0.5 ms to
+# compile a word (the 32 letters of TP306's), most of a small file's check after the imports.
+_ENDS: dict[str, re.Pattern[str]] = {}
+
+
+def _ends(word: str) -> re.Pattern[str]:
+    found = _ENDS.get(word)
     if found is None:
-        # a proper prefix of the word, nested ("w(?:e(?:i)?)?" for "weig"): the same
-        # language as the alternation of the prefixes, which took sre 0.1-3 ms to
-        # compile a word (most of a small file's check); this 0.1-0.3 ms
-        prefixes = ""
-        for letter in reversed(word[1:-1]):
-            prefixes = f"(?:{re.escape(letter)}{prefixes})?"
-        # What may stand between two literals is taken whole and never given back
-        # (possessive): a comment runs to its line's end, as Python reads it. Backtracking
-        # there split a comment of n `#` into 2^(n-1) ways (a `####...` banner line after a
-        # string ending in "a" hung the check of TP407's word, allow_tf32).
-        found = _SPLITS[word] = re.compile(
-            rf"{re.escape(word[0])}{prefixes}[\"'](?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{{0,2}}[\"']"
+        found = _ENDS[word] = re.compile(
+            rf"{re.escape(word[0])}\w{{0,{len(word) - 2}}}+[\"']"
+            r"(?=(?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{0,2}[\"'])"
         )
     return found
+
+
+def _split(source: str, word: str) -> bool:
+    """Whether a literal of ``source`` ends in a proper prefix of ``word`` before another.
+
+    The words are ASCII identifiers (tests/check/test_prefilter.py), and ``source`` is
+    ASCII here: a prefix is a run of word characters that ends at the quote.
+    """
+    if len(word) < 2:
+        return False
+    for match in _ends(word).finditer(source):
+        start, quote = match.start(), match.end() - 1
+        if any(source.endswith(word[:size], start, quote) for size in range(1, len(word))):
+            return True
+    return False
 
 
 def may_hold(source: str, word: str) -> bool:
@@ -81,9 +104,9 @@ def may_hold(source: str, word: str) -> bool:
 
     False only when it certainly holds none (see the module docstring).
     """
-    if word in source or not source.isascii() or _ESCAPES.search(source) is not None:
+    if word in source or not source.isascii() or _escapes(source):
         return True
-    return len(word) > 1 and _split(word).search(source) is not None
+    return _split(source, word)
 
 
 def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
@@ -93,9 +116,9 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     words = {word for code, word in NEEDS.items() if code in codes}
     # may_hold, word by word, with the whole-text scans done once for all the words
     missing = {word for word in words if word not in source}
-    if not missing or not source.isascii() or _ESCAPES.search(source) is not None:
+    if not missing or not source.isascii() or _escapes(source):
         return frozenset()
-    missing = {w for w in missing if not (len(w) > 1 and _split(w).search(source) is not None)}
+    missing = {word for word in missing if not _split(source, word)}
     return frozenset(code for code, word in NEEDS.items() if word in missing and code in codes)
 
 

@@ -198,6 +198,10 @@ def _build(cls: Any, *, frozen: bool, order: bool, eq: bool, slots: bool) -> Any
     qualname = cls.__qualname__
     built: list[type] = []  # the class, once made
     calls = [0]
+    # what the check of a call's arguments reads: the fields without a default come
+    # first (as dataclasses require, see above), and each field's position
+    required = sum(1 for n in fields if n not in defaults and n not in factories)
+    position = {name: at for at, name in enumerate(fields)}
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         calls[0] += 1
@@ -206,21 +210,21 @@ def _build(cls: Any, *, frozen: bool, order: bool, eq: bool, slots: bool) -> Any
             built[0].__init__ = fast  # type: ignore[misc]
             fast(self, *args, **kwargs)
             return
-        values = dict(zip(fields, args, strict=False))
-        wrong = len(args) > len(fields)
-        for key, value in kwargs.items():
-            wrong = wrong or key not in fields or key in values
-            values[key] = value
-        missing = [
-            n for n in fields if n not in values and n not in defaults and n not in factories
-        ]
-        if wrong or missing:
+        given = len(args)
+        rest = fields[given:]  # the fields the positional arguments leave
+        if (  # too many, an unknown or a repeated keyword, a field left without a value
+            given > len(fields)
+            or (kwargs and any(position.get(k, -1) < given for k in kwargs))
+            or (given < required and any(n not in kwargs for n in fields[given:required]))
+        ):
             # Python's own words for the call's mistake: the compiled __init__ raises them
             _compiled_init(qualname, fields, defaults, factories)(self, *args, **kwargs)
             raise AssertionError("unreachable: the compiled __init__ refused the call")
-        for name in fields:
-            if name in values:
-                value = values[name]
+        for name, value in zip(fields, args, strict=False):
+            object.__setattr__(self, name, value)
+        for name in rest:
+            if name in kwargs:
+                value = kwargs[name]
             elif name in defaults:
                 value = defaults[name]
             else:

@@ -14,12 +14,27 @@ from torchport.check._context import Context
 from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.errors import ConfigError
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
+    class _Selectable(Protocol):
+        """What the selection reads of a rule (a class, or the catalog's entry of one)."""
+
+        @property
+        def code(self) -> str: ...
+        @property
+        def default(self) -> bool: ...
+
+    _T = TypeVar("_T", bound=_Selectable)
+
 __all__ = [
     "BENCH",
     "CODE",
     "CONTEXTS",
     "CUDA_NAMING",
     "TEST",
+    "available_codes",
     "available_rules",
     "context_of",
     "default_reports",
@@ -29,6 +44,7 @@ __all__ = [
     "normalise_selectors",
     "scoped_codes",
     "select_rules",
+    "swapped_rules",
 ]
 
 # The contexts a finding is in, for the default scope (check/_default_scope.py holds the
@@ -97,20 +113,38 @@ def normalise_selectors(
     return out
 
 
+def swapped_rules() -> tuple[type[Rule], ...] | None:
+    """The rules a test swapped into ``torchport.check.rules.RULES``; None: the shipped ones."""
+    loaded = vars(sys.modules.get("torchport.check.rules", sys))
+    swapped: tuple[type[Rule], ...] | None = loaded.get("RULES")
+    if swapped is not None and swapped is not loaded.get("SHIPPED"):
+        return tuple(swapped)
+    return None
+
+
 def available_rules() -> tuple[type[Rule], ...]:
     """The rules torchport ships, as the catalog's stand-ins (no rule module imported).
 
     A test that swaps ``torchport.check.rules.RULES`` for its own rules gets those
     (read at call time); otherwise each stand-in imports its rule on first use.
     """
-    loaded = vars(sys.modules.get("torchport.check.rules", sys))
-    swapped: tuple[type[Rule], ...] | None = loaded.get("RULES")
-    if swapped is not None and swapped is not loaded.get("SHIPPED"):
-        return tuple(swapped)
+    swapped = swapped_rules()
+    if swapped is not None:
+        return swapped
     # Imported here: the catalog imports the engine's parts, which import this module.
     from torchport.check._catalog import shipped_rules
 
     return shipped_rules()
+
+
+def available_codes() -> tuple[str, ...]:
+    """The codes of :func:`available_rules`, sorted, read without making the stand-ins."""
+    swapped = swapped_rules()
+    if swapped is not None:
+        return tuple(sorted(rule.code for rule in swapped))
+    from torchport.check._catalog import ENTRIES
+
+    return tuple(sorted(entry.code for entry in ENTRIES))
 
 
 def select_rules(
@@ -132,12 +166,29 @@ def select_rules(
     Raises:
         ConfigError: a selector that matches no rule (naming it and close matches).
     """
-    pool = tuple(available_rules() if available is None else available)
+    pool = available if available is not None else swapped_rules()
+    if pool is None:  # the shipped rules: chosen by the catalog's entries, their codes
+        # and defaults, so that only the chosen rules' stand-ins are made
+        from torchport.check._catalog import ENTRIES, stand_in
+
+        chosen = _chosen(ENTRIES, select, ignore, extend_select, origin)
+        return tuple(stand_in(entry) for entry in chosen)
+    return tuple(_chosen(tuple(pool), select, ignore, extend_select, origin))
+
+
+def _chosen(
+    pool: Sequence[_T],
+    select: Iterable[str] | None,
+    ignore: Iterable[str] | None,
+    extend_select: Iterable[str] | None,
+    origin: str,
+) -> list[_T]:
+    """:func:`select_rules` over ``pool`` (rules or catalog entries), sorted by code."""
     known = sorted(cls.code for cls in pool)
     chosen_select = None if select is None else normalise_selectors(select, known, origin)
     extend = normalise_selectors(extend_select, known, origin)
     ignored = normalise_selectors(ignore, known, origin)
-    out: list[type[Rule]] = []
+    out: list[_T] = []
     for cls in pool:
         if chosen_select is None:
             on = -1 if cls.default else None
@@ -151,7 +202,7 @@ def select_rules(
         off = _specificity(ignored, cls.code)
         if off is None or on > off:
             out.append(cls)
-    return tuple(sorted(out, key=lambda cls: cls.code))
+    return sorted(out, key=lambda cls: cls.code)
 
 
 def fixable_rules(

@@ -184,9 +184,9 @@ def _name_before(source: str, end: int) -> str | None:
     return source[start:stop] if start < stop else None
 
 
-_SPACE = re.compile(r"\s")
-_WORD = re.compile(r"\w")
-_FIRST = re.compile(r"[A-Za-z_]")
+_SPACE = lazy_pattern(r"\s")
+_WORD = lazy_pattern(r"\w")
+_FIRST = lazy_pattern(r"[A-Za-z_]")
 
 
 def _added_keywords(edit_text: str, replaced: str, source: str, at: int) -> set[str]:

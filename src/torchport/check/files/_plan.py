@@ -22,7 +22,7 @@ from pathlib import Path
 from torchport.check._records import record, replace
 from torchport.check._rule import Rule
 from torchport.check._select import (
-    available_rules,
+    available_codes,
     fixable_rules,
     normalise_selectors,
     scoped_codes,
@@ -160,7 +160,7 @@ def _rules_of(
             f"every rule the selection turns on ({config.origin}), so every file would pass; "
             f"ignore fewer rules, or select the ones you want"
         )
-    known = tuple(sorted(r.code for r in available_rules()))
+    known = available_codes()
     for pattern, codes in config.per_file_ignores:
         normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
     return rules
@@ -218,7 +218,7 @@ def plan(
         found = Discovery([] if skip else [name], [])
         errors = []
     errors += [FileError(str(p), message) for p, message in found.errors]
-    known = tuple(sorted(r.code for r in available_rules()))
+    known = available_codes()
     groups: dict[int, Group] = {}
     plain: set[str] = set()  # what a plain `fix` (no --speed) applies, for the hints
     for path in found.files:

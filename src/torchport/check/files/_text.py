@@ -34,7 +34,7 @@ _BOLD, _RED, _CYAN, _GREEN, _DIM, _RESET = (
 
 def file_of(path: str) -> str:
     """The file a finding's path names (``nb.ipynb:cell 3`` is in ``nb.ipynb``)."""
-    return _CELL.sub("", path)
+    return _CELL.sub("", path) if ":cell " in path else path  # (compiled only then)
 
 
 def _safety(finding: Finding) -> FixSafety | None:

@@ -40,7 +40,6 @@ from torchport.check.files._reading import (
     read_source,
     too_large_message,
 )
-from torchport.check.files._remap import to_original
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -405,6 +404,7 @@ def _encode(doc: _Doc, fixed: str) -> tuple[str, str]:
 def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: RuleSet) -> Report:
     # imported here, as all that only a fix needs: `check` starts faster without them
     from torchport.check.files._notebook import NotebookError
+    from torchport.check.files._remap import to_original
     from torchport.check.files._write import WriteRefused, write_back
 
     if chunk.diff:  # nothing is written: say where what is left lies in the text on disk

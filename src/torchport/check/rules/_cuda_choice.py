@@ -172,7 +172,6 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
         return True
     if isinstance(node, ast.Call) and (moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
         return True
-    from torchport.check.rules._cuda_kernels import tests_a_kernel
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
         collected_by_a_test_runner,
@@ -181,7 +180,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 
     if cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
         return True
-    if collected_by_a_test_runner(ctx) and (_fakes_tensors(ctx) or tests_a_kernel(ctx)):
+    if collected_by_a_test_runner(ctx) and (_fakes_tensors(ctx) or _tests_a_kernel(ctx)):
         return True
     guard = device_guard(node, ctx)
     if guard is None:
@@ -191,6 +190,13 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _tests_a_kernel(ctx: Context) -> bool:
+    """:func:`._cuda_kernels.tests_a_kernel`, its module read on first use (test code alone)."""
+    from torchport.check.rules._cuda_kernels import tests_a_kernel
+
+    return tests_a_kernel(ctx)
 
 
 def default_never_runs(node: ast.AST, param: str, ctx: Context) -> bool:

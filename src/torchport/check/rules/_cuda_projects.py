@@ -58,6 +58,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import note, remembered
+from torchport.check._patterns import lazy_pattern
 
 __all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway", "needs_cuda_here"]
 
@@ -121,7 +122,7 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
 
 _BLOCKS = ("body", "orelse", "finalbody")
 # an import inside a block (indented): the module it names, a cheap look before the walk
-_INDENTED_IMPORT = re.compile(r"^[ \t]+(?:import|from)[ \t]+([\w.]+)", re.MULTILINE)
+_INDENTED_IMPORT = lazy_pattern(r"^[ \t]+(?:import|from)[ \t]+([\w.]+)", re.MULTILINE)
 
 
 def _blocks(ctx: Context) -> dict[int, int]:

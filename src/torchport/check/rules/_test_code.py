@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 from collections.abc import Sequence
 
 from torchport.check._context import Context
+from torchport.check._patterns import lazy_pattern
 from torchport.check.rules._test_words import (
     _SKIPS,
     SUBJECT_WORDS,
@@ -59,7 +59,7 @@ __all__ = [
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
 _FRAMEWORKS = frozenset({"pytest", "unittest"})
-_TEST_MODULE = re.compile(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
+_TEST_MODULE = lazy_pattern(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
 _TEST_FILE = "test_code.file"  # Context.memo's key: the file's answer where it is one
 
 
@@ -89,7 +89,7 @@ def _test_file(ctx: Context) -> bool | None:
     found: bool | None = None
     if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
         found = True
-    elif _TEST_MODULE.fullmatch(parts[-1]) and framework:
+    elif framework and _TEST_MODULE.fullmatch(parts[-1]):  # (the pattern read only then)
         found = True  # a module pytest collects: its set-up at module level is its tests'
     elif "testing" in parts[:-1] and framework:
         found = True  # a project's test helpers (`captum/testing/`), not `torch.testing`'s API
@@ -303,7 +303,12 @@ def decides_where_a_test_runs(ctx: Context) -> bool:
     )
 
 
-_BENCH = re.compile(r"bm_\w*")  # fvcore's `benchmark()` convention (pytorch3d's tests)
+_BENCH = lazy_pattern(r"bm_\w*")  # fvcore's `benchmark()` convention (pytorch3d's tests)
+
+
+def _bm_name(name: str) -> bool:
+    # the pattern is compiled only for a name that may match it (start-up)
+    return name.startswith("bm_") and _BENCH.fullmatch(name) is not None
 
 
 def benchmark_code(ctx: Context) -> bool:
@@ -322,10 +327,10 @@ def benchmark_code(ctx: Context) -> bool:
     ``benchmark`` is not this: PARL keeps its training programs in ``benchmark/``,
     and a project's ``benchmark.py`` is often a program's timing mode (judged real).
     """
-    if _BENCH.fullmatch(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py")):
+    if _bm_name(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py")):
         return True
     functions = [f for f in ctx.ancestors if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if any(_BENCH.fullmatch(f.name) for f in functions):
+    if any(_bm_name(f.name) for f in functions):
         return True
     if any(map(_returns_a_closure, functions)) and collected_by_a_test_runner(ctx):
         return True

@@ -5,7 +5,8 @@ patch of its API, a block that leaves the test without it."""
 from __future__ import annotations
 
 import ast
-import re
+
+from torchport.check._patterns import lazy_pattern
 
 __all__ = ["SUBJECT_WORDS"]
 
@@ -23,7 +24,7 @@ SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
 # CUDA's hardware named by its architecture (sample Q: xformers, flash-attention gate their
 # kernel tests on it): ``compute_capability``, ``IS_SM100``, ``sm80_or_better_only``,
 # ``torch.version.hip`` and ``rocm_only`` (ROCm runs as "cuda"). Whole words only: "ship".
-_CUDA_ARCH = re.compile(r"capability|(?:^|_)(?:sm_?\d{2,3}[a-z]?|rocm|hip)(?:_|$)")
+_CUDA_ARCH = lazy_pattern(r"capability|(?:^|_)(?:sm_?\d{2,3}[a-z]?|rocm|hip)(?:_|$)")
 _SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "SkipTest", "importorskip"})
 
 

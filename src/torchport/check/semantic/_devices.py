@@ -19,6 +19,7 @@ from torchport._device_types import (
     MOVE_METHODS,
     OTHER_ACCELERATORS,
 )
+from torchport.check._patterns import lazy_pattern
 
 __all__ = [
     "ACCELERATOR_TYPES",
@@ -36,7 +37,7 @@ __all__ = [
     "names_other_accelerator",
 ]
 
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_WORD = lazy_pattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 def device_type(text: str) -> str | None:
@@ -64,7 +65,7 @@ def names_other_accelerator(identifier: str) -> bool:
 
 
 # A flag that says "use CUDA" (`use_cuda`, `args.cuda`, `cfg["gpu"]`, `self.on_gpu`).
-_CUDA_FLAG = re.compile(r"^(use_|with_|enable_|on_|is_gpu|has_)?(cuda|gpu|gpus)$", re.IGNORECASE)
+_CUDA_FLAG = lazy_pattern(r"^(use_|with_|enable_|on_|is_gpu|has_)?(cuda|gpu|gpus)$", re.IGNORECASE)
 
 
 def cuda_flag(expr: ast.AST) -> bool:

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import ast
 import enum
-import re
 import weakref
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check.semantic._devices import (
     ACCELERATOR_TYPES,
     DEVICE_TYPES,
@@ -187,7 +187,7 @@ def _availability_call(expr: ast.expr, ctx: Context) -> bool:
     )
 
 
-_HELPER = re.compile(r"^is_(\w+?)_available$")
+_HELPER = lazy_pattern(r"^is_(\w+?)_available$")
 
 
 def _availability_helper(call: ast.Call) -> bool:

@@ -20,8 +20,8 @@ it does (:func:`_every_binding`).
 from __future__ import annotations
 
 import ast
-import re
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check.semantic._binding import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -271,7 +271,7 @@ def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
 
 
 # Receivers whose `.device` is often a string in real code (configs, argparse results).
-_SETTINGS = re.compile(
+_SETTINGS = lazy_pattern(
     r"^(self|.*args|opts?|.*cfg|.*config|conf|.*hparams|.*params|.*options|.*settings)$"
 )
 
