@@ -175,15 +175,17 @@ def _blocks(ctx: Context) -> dict[int, int]:
         return {}
     found: dict[int, int] = {}
     for holder in ast.walk(ctx.tree):
-        if holder is ctx.tree:
-            continue  # the module's own imports: the file's answer (needs_cuda_anyway)
+        # the module's own imports are the file's answer (needs_cuda_anyway); its own apex
+        # calls are read here too (one after an import under `try`)
+        imports = holder is not ctx.tree
         for field in _BLOCKS:
             block = getattr(holder, field, None)
             if not isinstance(block, list):
                 continue
             for index, stmt in enumerate(block):
                 if (
-                    isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
+                    imports
+                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
                     and _imports_cuda(ctx, _sure_imports(stmt))
                 ) or (apex and _calls_apex_cuda(ctx, stmt)):
                     found[id(block)] = index
