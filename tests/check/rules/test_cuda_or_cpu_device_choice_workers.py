@@ -2,7 +2,7 @@
 
 ``torch.multiprocessing`` shares CPU and CUDA tensors only (sample W's class W1, issue 34:
 Popular-RL-Algorithms' ``td3_multiprocess.py`` and ``ppo_continuous_multiprocess2.py``, judged
-low (f)), so there the choice picks between the only devices the program can use. Generated
+low (f)), so there the choice picks between all the devices the program can use. Generated
 modules draw how the choice is bound (a plain name, another name, inline), how a value is
 placed (assigned from ``.to(device)``, a model or an attribute moved in place, placed on
 another device), and how the module hands values to workers (``share_memory()``,

@@ -1,4 +1,4 @@
-"""CUDA-or-CPU choices where those two are the only devices the program can use, for TP109.
+"""CUDA-or-CPU choices where those two are all the devices the program can use, for TP109.
 
 * A module that imports Horovod (``_cuda_choice.serves_horovod``): its collectives take CPU
   or CUDA tensors only.
@@ -35,7 +35,7 @@ __all__ = ["only_cpu_or_cuda"]
 
 
 def only_cpu_or_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the choice at ``node`` picks between the only devices the module can use."""
+    """Whether the choice at ``node`` picks between all the devices the module can use."""
     return serves_horovod(ctx) or _shares_with_workers(node, ctx)
 
 
