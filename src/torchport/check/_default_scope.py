@@ -21,8 +21,9 @@ A rule may stay on below the bar only where its figure reaches the bar in a cont
 of code narrows (:data:`KEPT_ON`, each with its reason, held by the same test): the rules
 that name CUDA (``_select.CUDA_NAMING``) are left by a default run out of code that needs
 CUDA anyway (``rules/_cuda_projects.py``: a module importing a CUDA-only package or its
-project's own CUDA-only extension, or compiling CUDA sources; code after such an import in
-a block holding it), so what a default run reports of them is their judged findings in
+project's own CUDA-only extension, compiling CUDA sources, or calling apex's
+``amp.initialize``/``DistributedDataParallel`` on every run; code after such an import or
+call in a block holding it), so what a default run reports of them is their judged findings in
 other code outside such code (:data:`NARROWED`, from the ``cuda`` column of
 ``precision_scope.csv``). Every other rule
 under the bar is off by default and its page says so with its figure, save one kept on
@@ -110,9 +111,9 @@ KEPT_ON: dict[str, str] = {
         "by decision: a hard-coded CUDA device is the first thing a port changes, and off, "
         "a plain `check` of a `.cuda()` script says nothing (held-out default recall, round "
         "5e: 0 of 32 sites without it); 309 of 492 judged findings in other code are real "
-        "(308 of 407 outside code that needs CUDA anyway), most of the rest correct but of "
+        "(308 of 404 outside code that needs CUDA anyway), most of the rest correct but of "
         "low value in CUDA-only code the checker does not recognise; held out, sample V "
-        "found 103 of 146 real (library code with overridden `device=\"cuda\"` defaults) "
+        'found 103 of 146 real (library code with overridden `device="cuda"` defaults) '
         "and sample W 82 of 83"
     ),
 }

@@ -20,15 +20,36 @@ imports
   real);
 
 or the module compiles CUDA sources itself (``load``/``load_inline`` called, and
-``cuda_sources=`` or a ``.cu``/``.cuh`` name in it: nvdiffrast's ``ops.py``).
+``cuda_sources=`` or a ``.cu``/``.cuh`` name in it: nvdiffrast's ``ops.py``), or it surely
+imports NVIDIA apex's ``amp`` or ``parallel`` at the top and calls their CUDA-only entry
+(:data:`APEX_CUDA_CALLS`) on every run of the function (or module body) holding the call: not
+behind an ``if``, ``try``, loop or ``with`` of its own.
+
+apex's Python parts import without a GPU, so they count where used, not where imported
+(NVIDIA/apex before ``cb65b8e``, which removed both in 2025): ``amp.initialize`` raises
+unless every parameter is already on a CUDA device (``apex/amp/_initialize.py``,
+``check_params_fp32`` -> ``warn_or_err``), and ``apex.parallel.DistributedDataParallel``
+takes ``torch.cuda.current_stream()`` when built (``apex/parallel/distributed.py``).
+Sample W's pytorch-distributed ``apex_distributed.py``, performer-pytorch's
+``enc_dec_copy_apex.py`` (sample S) and jukebox's vendored apex DDP example (sample U) call
+them so, and their ``.cuda()`` was judged low (a). A use behind a flag or a check (``if
+args.fp16: amp.initialize(...)``; nnUNet's ``if amp is not None:`` and DDP built under ``if
+not self.was_initialized:``, round 5d, whose port moved off apex and changed the ``.cuda()``
+beside it) is a mode the program runs without, and is no sign for the file; an import under
+``try`` is none either. ``apex.normalization`` keeps counting as a kernel part: its modules'
+``forward`` falls back to ``F.layer_norm`` for a CPU input, but their ``__init__`` imports
+``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
 
 A **line** needs CUDA anyway when its file does, or when a block holding it (a function's
 body, an ``if`` arm, a ``try`` body: any level) surely imports one of those names before the
 statement that holds the line (:func:`needs_cuda_here`): that line runs only once the import
 succeeded. Vendored apex sets its ``amp_C`` overflow buffer so (``if
 multi_tensor_applier.available: import amp_C`` then ``torch.cuda.IntTensor([0])``; sample U's
-TP104 rows). An import after the line, in another function, or in a ``try`` the line is
-not in (the ``except`` arm, the code after it) is no such sign.
+TP104 rows). A block's statement calling apex's CUDA-only entry (``if args.fp16: model, opt =
+amp.initialize(model, opt)``) is such a sign for the statements after it in that block: they
+run only once the call succeeded, on CUDA. An import or call after the line, in another
+function, or in a ``try`` the line is not in (the ``except`` arm, the code after it) is no
+such sign.
 
 The file itself, not the modules it imports: following one project import further
 (MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
@@ -60,7 +81,13 @@ from torchport.check._context import Context
 from torchport.check._listing import note, remembered
 from torchport.check._patterns import lazy_pattern
 
-__all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway", "needs_cuda_here"]
+__all__ = [
+    "APEX_CUDA_CALLS",
+    "CUDA_PACKAGES",
+    "cuda_extensions",
+    "needs_cuda_anyway",
+    "needs_cuda_here",
+]
 
 # Packages that run only on an NVIDIA GPU (their own CUDA kernels, no other backend; a ROCm
 # build, where one exists, still calls the device "cuda"). Issue 34's TP101 rows judged low
@@ -77,6 +104,15 @@ CUDA_PACKAGES = frozenset(
 # ``apex.amp`` or ``apex.parallel``: Python a port replaces with torch's own (round 5d's held-out
 # nnUNet commit moved off both and changed the `.cuda()` calls beside them)
 _APEX_KERNELS = frozenset({"contrib", "optimizers", "normalization", "mlp", "fused_dense"})
+# ... and the entries of ``apex.amp`` and ``apex.parallel`` that run only on CUDA (above): a
+# sign where called on every run, not where imported
+APEX_CUDA_CALLS = frozenset(
+    {
+        "apex.amp.initialize",
+        "apex.parallel.DistributedDataParallel",
+        "apex.parallel.distributed.DistributedDataParallel",
+    }
+)
 _ABOVE = 8  # folders looked up for the checkout's root
 _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
@@ -130,25 +166,29 @@ def _blocks(ctx: Context) -> dict[int, int]:
     surely import a CUDA-only name: ``id(block)`` -> the index of the first such import.
     Once per file, walked only when the source names a candidate at all."""
     indented = _INDENTED_IMPORT.findall(ctx.source)
-    if not indented:
+    apex = _may_call_apex(ctx)
+    if not indented and not apex:
         return {}
     built: frozenset[str] = frozenset()
     if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
         built = cuda_extensions(Path(ctx.path).resolve().parent)
-    if not any(_package(name) or name.split(".")[0] in built for name in indented):
+    if not apex and not any(_package(n) or n.split(".")[0] in built for n in indented):
         return {}
     found: dict[int, int] = {}
     for holder in ast.walk(ctx.tree):
-        if holder is ctx.tree:
-            continue  # the module's own imports: the file's answer (needs_cuda_anyway)
+        # the module's own imports are the file's answer (needs_cuda_anyway); its own apex
+        # calls are read here too (one after an import under `try`)
+        imports = holder is not ctx.tree
         for field in _BLOCKS:
             block = getattr(holder, field, None)
             if not isinstance(block, list):
                 continue
             for index, stmt in enumerate(block):
-                if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If)) and _imports_cuda(
-                    ctx, _sure_imports(stmt)
-                ):
+                if (
+                    imports
+                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
+                    and _imports_cuda(ctx, _sure_imports(stmt))
+                ) or (apex and _calls_apex_cuda(ctx, stmt)):
                     found[id(block)] = index
                     break
     return found
@@ -156,7 +196,55 @@ def _blocks(ctx: Context) -> dict[int, int]:
 
 def _needs(ctx: Context) -> bool:
     imported = [found for stmt in ctx.tree.body for found in _sure_imports(stmt)]
-    return ("cpp_extension" in ctx.source and _compiles(ctx)) or _imports_cuda(ctx, imported)
+    return (
+        ("cpp_extension" in ctx.source and _compiles(ctx))
+        or _imports_cuda(ctx, imported)
+        or (_may_call_apex(ctx) and _runs_apex_cuda(ctx, imported))
+    )
+
+
+def _may_call_apex(ctx: Context) -> bool:
+    """A cheap look: the source names apex and one of its CUDA-only entries."""
+    source = ctx.source
+    return "apex" in source and ("initialize" in source or "DistributedDataParallel" in source)
+
+
+def _runs_apex_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
+    """The module surely imports ``apex.amp``/``apex.parallel`` at the top, and calls one of
+    :data:`APEX_CUDA_CALLS` on every run of the function (or module body) holding the call."""
+    if not any(path and name.partition(".")[0] == "apex" for name, path in imported):
+        return False
+    bodies: list[list[ast.stmt]] = [ctx.tree.body]
+    while bodies:
+        for stmt in bodies.pop():
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bodies.append(stmt.body)
+            elif _calls_apex_cuda(ctx, stmt):
+                return True
+    return False
+
+
+_DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.IfExp,
+             ast.BoolOp)  # fmt: skip
+
+
+def _calls_apex_cuda(ctx: Context, stmt: ast.stmt) -> bool:
+    """``stmt`` is an expression, an assignment or a ``return`` whose value calls one of
+    :data:`APEX_CUDA_CALLS` (``model, opt = amp.initialize(model, opt)``, ``model =
+    DDP(model)``), outside any lambda, comprehension, ``x if c else y`` or ``and``/``or``."""
+    if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)):
+        return False
+    if stmt.value is None:
+        return False
+    todo: list[ast.AST] = [stmt.value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _DEFERRED):
+            continue  # runs later, or only on one side of a choice
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in APEX_CUDA_CALLS:
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:

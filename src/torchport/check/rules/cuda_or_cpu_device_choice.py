@@ -9,7 +9,8 @@ from torchport.check._context import Context
 from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import moves_to_cuda, serves_horovod, tests_cuda
+from torchport.check.rules._cpu_or_cuda_only import only_cpu_or_cuda
+from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
 from torchport.check.rules._idle_choices import decides_nothing
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
@@ -19,51 +20,50 @@ from torchport.check.semantic._guards import Guard, device_guard, tests_other_ac
 
 class CudaOrCpuDeviceChoice(Rule):
     """## What it does
-    Finds choices between CUDA and the CPU made with `torch.cuda.is_available()`
-    (directly or through a flag bound to it): the idiom
-    `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, and branches
-    such as `if torch.cuda.is_available(): model.cuda()` or
-    `mem = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`.
-    The CUDA code inside such a branch is not reported by TP101 or TP401: this
-    rule reports the choice once, spanning the CUDA branch. A branch naming no
-    CUDA device or API (a dtype choice, building a CUDA extension, CUDA's RNG state)
-    is no device choice and is left alone, as are `assert torch.cuda.is_available()` and
-    chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
+    Finds choices between CUDA and the CPU made with `torch.cuda.is_available()` (directly or
+    through a flag bound to it): the idiom
+    `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, and branches such as
+    `if torch.cuda.is_available(): model.cuda()` or
+    `mem = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`. The CUDA code inside
+    such a branch is not reported by TP101 or TP401: this rule reports the choice once, spanning
+    the CUDA branch. A branch naming no CUDA device or API (a dtype choice, building a CUDA
+    extension, CUDA's RNG state) is no device choice and is left alone, as are
+    `assert torch.cuda.is_available()` and chains that also test MPS or XPU
+    (`elif torch.backends.mps.is_available():`).
 
-    Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`,
-    a module pytest collects (`test_*.py`, `*_test.py`) or a file in a `testing`
-    folder that imports `pytest` or `unittest`, or a `test*` function, `Test*`
-    class or fixture (`@pytest.fixture`) in a file that imports them. There the
-    choice decides where the test runs, and on MPS or XPU the test still runs
-    on the CPU and passes. A program named like a test (an experiment driver
-    `run_test.py` whose `test_*` functions its `__main__` calls, no test
-    framework imported) is a program, and stays reported. Left too: benchmark code
-    (`_test_code.benchmark_code`) and a module importing Horovod (`import horovod.torch`):
-    its collectives take CPU or CUDA tensors only, so CUDA-or-CPU is right there. So are a
-    choice the next statement binds over unread and one in a build script (`_idle_choices`).
+    Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`, a module pytest
+    collects (`test_*.py`, `*_test.py`) or a file in a `testing` folder that imports `pytest` or
+    `unittest`, or a `test*` function, `Test*` class or fixture (`@pytest.fixture`) in a file that
+    imports them. There the choice decides where the test runs, and on MPS or XPU the test still
+    runs on the CPU and passes. A program named like a test (an experiment driver `run_test.py`
+    whose `test_*` functions its `__main__` calls, no test framework imported) is a program, and
+    stays reported. Left too: benchmark code (`_test_code.benchmark_code`) and modules where CUDA
+    or the CPU is all they can use (`_cpu_or_cuda_only`): one importing Horovod, or one sharing
+    what the choice places with worker processes (`model.share_memory()`,
+    `Process(args=(model,))`): Horovod's collectives and `torch.multiprocessing` take CPU or CUDA
+    tensors only. So are a choice the next statement binds over unread and one in a build script
+    (`_idle_choices`).
 
     ## Why is this bad?
-    It is not wrong: the PyTorch documentation teaches it, and the program runs
-    everywhere. But it knows two devices only, so on an Apple (MPS), Intel (XPU)
-    or other accelerator it silently runs on the CPU. `torch.accelerator`
-    (torch >= 2.6) picks whatever accelerator is present.
+    It is not wrong: the PyTorch documentation teaches it, and the program runs everywhere. But it
+    knows two devices only, so on an Apple (MPS), Intel (XPU) or other accelerator it silently runs
+    on the CPU. `torch.accelerator` (torch >= 2.6) picks whatever accelerator is present.
 
     ## Fix safety
-    Only the idiom itself is rewritten, to the `torch.accelerator` expression
-    (its `.type` string when the idiom was a string, so `device == "cuda"` tests
-    keep their meaning): on a machine with MPS or XPU the program now runs there
-    instead of on the CPU, which changes speed, numerics and memory use.
+    Only the idiom itself is rewritten, to the `torch.accelerator` expression (its `.type` string
+    when the idiom was a string, so `device == "cuda"` tests keep their meaning): on a machine with
+    MPS or XPU the program now runs there instead of on the CPU, which changes speed, numerics and
+    memory use.
 
-    Moving the device moves everything placed through it, so the fix is offered
-    only where everything that meets those values follows it too: the choice
-    is one plain name (not `self.device`), used only to place things
-    (`.to(device)`, `device=device`), to print, or in `== "cuda"` tests; the
-    file reaches CUDA no other way (`.cuda()`, `"cuda"`); every model it builds
-    is moved to the device; placed values reach no model held elsewhere
-    (`self.model`, a parameter some caller fills with an unmoved model) and
-    meet no tensor made on the CPU. Otherwise the finding says what stays
-    behind and has no fix. Flags and branches are always reported without a fix: the code
-    they guard may be CUDA-only (`.cuda()`), and would then fail on the other accelerators.
+    Moving the device moves everything placed through it, so the fix is offered only where
+    everything that meets those values follows it too: the choice is one plain name (not
+    `self.device`), used only to place things (`.to(device)`, `device=device`), to print, or in
+    `== "cuda"` tests; the file reaches CUDA no other way (`.cuda()`, `"cuda"`); every model it
+    builds is moved to the device; placed values reach no model held elsewhere (`self.model`, a
+    parameter some caller fills with an unmoved model) and meet no tensor made on the CPU.
+    Otherwise the finding says what stays behind and has no fix. Flags and branches are always
+    reported without a fix: the code they guard may be CUDA-only (`.cuda()`), and would then fail
+    on the other accelerators.
     """
 
     code = "TP109"
@@ -90,6 +90,8 @@ class CudaOrCpuDeviceChoice(Rule):
         '    print(f"on {torch.cuda.get_device_name(torch.cuda.current_device())}")\n'
         "    torch.backends.cudnn.benchmark = True\n",
         'import torch\n\nif x.device.type == "cuda":\n    ok = torch.cuda.is_available()\n',
+        'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "model = Net().to(device)\nmodel.share_memory()\n",
     )
     invalid = (
         Example(
@@ -122,8 +124,8 @@ class CudaOrCpuDeviceChoice(Rule):
         assert isinstance(node, (ast.If, ast.IfExp))
         if not _chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
             return
-        if benchmark_code(ctx) or serves_horovod(ctx) or decides_nothing(node, ctx):
-            return  # a benchmark's own, Horovod's (CPU or CUDA tensors only), or idle
+        if benchmark_code(ctx) or only_cpu_or_cuda(node, ctx) or decides_nothing(node, ctx):
+            return  # a benchmark's own, where CPU or CUDA are all it can use, or idle
         test = node.test
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
             end = ctx.finding(self, node.body[-1])
@@ -136,11 +138,8 @@ class CudaOrCpuDeviceChoice(Rule):
 
 
 def _chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """A test of CUDA whose branch names CUDA, or whose value falls back to the CPU.
-
-    Not where the code already looks further (``elif torch.backends.mps...``) or sits
-    inside a branch for one device type (ported code).
-    """
+    """A test of CUDA whose branch names CUDA, or whose value falls back to the CPU; not where
+    the code already looks further (``elif torch.backends.mps...``) or is ported already."""
     if not tests_cuda(node.test, ctx):
         return False
     falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
