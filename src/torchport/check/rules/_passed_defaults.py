@@ -60,16 +60,22 @@ def default_never_runs(param: str, ctx: Context) -> bool:
     if default is None or not _made_anywhere(default, ctx):
         return False  # a default is evaluated when the `def` runs, used or not
     nested = isinstance(holder, _FUNCTIONS)
-    if not (nested or (isinstance(holder, ast.Module) and _private(name))):
-        return False
     shift = 1 if target is not func else 0
     positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)][shift:]
     position = positional.index(param) if param in positional else None
     by_keyword = param not in {p.arg for p in func.args.posonlyargs}
-    calls = _calls_in(holder, name)
-    if not calls or (isinstance(target, ast.ClassDef) and _builds_itself(target)):
+    if isinstance(target, ast.ClassDef) and _builds_itself(target):
         return False
-    return all(_passes(c, position, by_keyword, param) for c in calls)
+    if not (nested or (isinstance(holder, ast.Module) and _private(name))):
+        if not isinstance(holder, ast.Module) or name.startswith("__"):
+            return False
+        from torchport.check.rules._project_calls import every_call_passes
+
+        return every_call_passes(
+            ctx.path, name, param=param, position=position, by_keyword=by_keyword
+        )
+    calls = _calls_in(holder, name)
+    return bool(calls) and all(_passes(c, position, by_keyword, param) for c in calls)
 
 
 def _private(name: str) -> bool:

@@ -1,0 +1,301 @@
+"""Whether every call of a public function of a repository passes one of its parameters.
+
+TP101 leaves ``def load(path, device="cuda")`` alone when the default never runs
+(``rules/_passed_defaults.py``). Within one file that is decided for a private or nested
+function; a public one (``load``, a class ``Renderer``) is decided here, over its whole
+repository. The invariant: **the default is dropped only if every call of the function
+anywhere in the repository passes the argument explicitly, there is at least one, and the
+function does not escape** (reach code that may call it without the argument). Any doubt
+keeps the finding.
+
+The repository is the tree under the nearest folder above the file holding ``.git``
+(none: the callers are unknown, the finding stays). Every text file in it (not a hidden,
+``build``, ``dist``, virtual-environment or cache folder; binary files and files over
+``_BIGGEST`` bytes aside) is searched for the name as a word. Each Python file naming it is
+parsed and every mention of the name must be one of:
+
+* the callee of a call passing the argument by keyword, or at its position with no
+  ``*args`` at or before it (``**kwargs`` may not hold it): ``f(x, device=d)``,
+  ``mod.f(x, d)``, ``self.f(...)`` (any receiver: a call of another ``f`` is asked the same,
+  which can only keep a finding);
+* ``functools.partial(f, ...)`` binding the argument the same way (every call of it then
+  passes it);
+* ``from m import f`` (or ``as g``, then every mention of ``g`` in that file obeys these
+  rules): not in a package ``__init__.py`` of an installable project (a ``setup.py``,
+  ``pyproject.toml`` or ``setup.cfg`` at or below the repository's top, above the file),
+  whose names code outside the repository imports;
+* a definition of another function or class of the same name, an annotation, the type in
+  ``isinstance``/``issubclass`` (none calls it), a keyword argument's name.
+
+Anything else escapes and keeps the finding: the name as a value (``return f``,
+``map(f, xs)``, ``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string
+spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is
+not Python (a YAML config building it by name, a notebook, a README showing a call), a
+Python file that does not parse, a star import in an installable package's ``__init__.py``
+above the file, and the module itself used as a value anywhere (``getattr(mod, name)``,
+``vars(mod)``). The file defining it must define it once at module level and call no
+``eval``/``exec``/``globals``/``locals``/``vars``. Not seen, so not kept: a call made from a
+string assembled at run time or given from outside the repository (a command-line
+``--model Renderer`` read by ``getattr(module, args.model)`` through an import by name).
+
+The repository's texts are read once per run (and kept with the paths they rest on for
+the check cache: ``check/_listing.remembered``); a repository of more than ``_MOST_FILES``
+files is not read (the finding stays).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from torchport.check._listing import note, remembered
+from torchport.check._syntax import parsed_module
+
+__all__ = ["every_call_passes"]
+
+_MOST_FILES = 20_000
+_BIGGEST = 4 * 1024 * 1024
+_ABOVE = 12  # folders looked up for `.git`
+_SKIPPED = frozenset({"node_modules", "__pycache__", "build", "dist", "venv", "site-packages"})
+_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_STAR = re.compile(rb"import\s*\(?\s*\*")
+# what reaches a module's names by a string it reads at run time (asked where a file
+# names the module but not the function)
+_INTROSPECTS = re.compile(rb"getattr|vars|__dict__|getmembers|\bdir\(")
+_SEEN: dict[object, object] = {}  # remembered answers: a repository's texts, a name's verdict
+
+
+def every_call_passes(
+    path: str, name: str, *, param: str, position: int | None, by_keyword: bool
+) -> bool:
+    """Whether every call of the module-level ``name`` of the file at ``path`` across its
+    repository passes ``param`` (by keyword when ``by_keyword``, or at ``position``), there
+    is one, and ``name`` does not escape (the module docstring)."""
+    if not os.path.isfile(path):
+        return False
+    here = os.path.dirname(os.path.abspath(path))
+    root = _repository(here)
+    if root is None:
+        return False
+    key = ("calls", os.path.abspath(path), name, param, position, by_keyword)
+    answer = remembered(
+        _SEEN, key, lambda: _decide(root, os.path.abspath(path), name, param, position, by_keyword)
+    )
+    return bool(answer)
+
+
+def _repository(folder: str) -> str | None:
+    for _ in range(_ABOVE):
+        note(os.path.join(folder, ".git"))
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return None
+
+
+def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
+    """(path, bytes) of each text file under ``root``; None past the limit or unreadable."""
+    found: list[tuple[str, bytes]] = []
+    count = 0
+    for here, folders, names in os.walk(root):
+        note(here)
+        folders[:] = sorted(f for f in folders if f not in _SKIPPED and not f.startswith("."))
+        for file in sorted(names):
+            full = os.path.join(here, file)
+            count += 1
+            if count > _MOST_FILES:
+                return None
+            note(full)
+            try:
+                if os.path.getsize(full) > _BIGGEST:
+                    continue
+                with open(full, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return None
+            if b"\0" not in data[:8192]:
+                found.append((full, data))
+    return tuple(found)
+
+
+def _decide(
+    root: str, path: str, name: str, param: str, position: int | None, by_keyword: bool
+) -> bool:
+    texts = remembered(_SEEN, ("texts", root), lambda: _texts(root))
+    if not isinstance(texts, tuple):
+        return False
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__":
+        return False  # a package's own names: imported by the package's name
+    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
+    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    installable = _installable(os.path.dirname(path), root)
+    if installable and _star_in_inits(os.path.dirname(path), root):
+        return False
+    calls, own = 0, False
+    for file, data in texts:
+        named = word.search(data) is not None
+        if not named and (module_word.search(data) is None or not _INTROSPECTS.search(data)):
+            continue
+        if not file.endswith(".py"):
+            if named:
+                return False  # a config, a notebook, a document naming it
+            continue
+        try:
+            tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
+        except (SyntaxError, ValueError):
+            return False
+        uses = _Uses(name, param, position, by_keyword, stem)
+        init = installable and os.path.basename(file) == "__init__.py"
+        found = uses.count(tree, own=file == path, reexports=init)
+        if found is None:
+            return False
+        calls += found
+        own = own or file == path
+    return own and calls > 0
+
+
+def _installable(folder: str, root: str) -> bool:
+    while True:
+        for marker in _MARKERS:
+            note(os.path.join(folder, marker))
+            if os.path.isfile(os.path.join(folder, marker)):
+                return True
+        if folder == root or os.path.dirname(folder) == folder:
+            return False
+        folder = os.path.dirname(folder)
+
+
+def _star_in_inits(folder: str, root: str) -> bool:
+    """A star import in a package ``__init__.py`` holding the file (it may re-export it)."""
+    while True:
+        init = os.path.join(folder, "__init__.py")
+        note(init)
+        try:
+            with open(init, "rb") as handle:
+                if _STAR.search(handle.read()):
+                    return True
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        if folder == root or os.path.dirname(folder) == folder:
+            return False
+        folder = os.path.dirname(folder)
+
+
+class _Uses:
+    """Counts the calls of ``name`` passing ``param`` in one module (None: an escape)."""
+
+    def __init__(
+        self, name: str, param: str, position: int | None, by_keyword: bool, stem: str
+    ) -> None:
+        self.name, self.param, self.position = name, param, position
+        self.by_keyword, self.stem = by_keyword, stem
+        self.spelled = re.compile(r"(?:[\w.]*[.:])?" + re.escape(name))
+
+    def count(self, tree: ast.Module, *, own: bool, reexports: bool) -> int | None:
+        parents: dict[int, tuple[ast.AST, str]] = {}
+        for node in ast.walk(tree):
+            for field, value in ast.iter_fields(node):
+                for child in value if isinstance(value, list) else [value]:
+                    if isinstance(child, ast.AST):
+                        parents[id(child)] = (node, field)
+        self.parents = parents
+        if own and not self._own_module(tree):
+            return None
+        names = {self.name}
+        modules: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.alias):
+                local = node.asname or node.name
+                if node.name == self.name and isinstance(parents[id(node)][0], ast.ImportFrom):
+                    if reexports:
+                        return None  # the package's name: imported from outside too
+                    names.add(local)
+                elif node.name.rpartition(".")[2] == self.stem:
+                    modules.add(local.partition(".")[0] if node.asname is None else local)
+        calls = 0
+        for node in ast.walk(tree):
+            found = self._verdict(node, names, modules)
+            if found is None:
+                return None
+            calls += found
+        return calls
+
+    def _own_module(self, tree: ast.Module) -> bool:
+        """Defined once at module level; no introspection of the module's names."""
+        defined = [
+            s
+            for s in tree.body
+            if isinstance(s, (*_FUNCTIONS, ast.ClassDef)) and s.name == self.name
+        ]
+        if len(defined) != 1:
+            return False
+        return not any(
+            isinstance(n, ast.Call)
+            and getattr(n.func, "id", None) in ("eval", "exec", "globals", "locals", "vars")
+            for n in ast.walk(tree)
+        )
+
+    def _verdict(self, node: ast.AST, names: set[str], modules: set[str]) -> int | None:
+        """1: a passing call of ``node``; 0: no use; None: an escape."""
+        if isinstance(node, ast.Name) and node.id in modules:
+            parent = self.parents.get(id(node), (None, ""))[0]
+            if isinstance(parent, ast.Attribute) or isinstance(node.ctx, ast.Store):
+                return 0  # `mod.f` (asked at the attribute), or a rebinding (a local)
+            return None  # the module as a value: `getattr(mod, name)`, `vars(mod)`
+        if isinstance(node, ast.Name) and node.id in names:
+            return self._mention(node)
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            return self._mention(node)
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if self.spelled.fullmatch(node.value) and not self._annotation(node):
+                return None
+        return 0
+
+    def _mention(self, node: ast.Name | ast.Attribute) -> int | None:
+        parent, field = self.parents.get(id(node), (None, ""))
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            return None  # rebound or deleted
+        if isinstance(parent, ast.Call) and field == "func":
+            return 1 if _passes(parent.args, parent.keywords, self) else None
+        if isinstance(parent, ast.Call) and field == "args" and parent.args[0] is node:
+            callee = parent.func
+            tail = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if tail == "partial":
+                return 1 if _passes(parent.args[1:], parent.keywords, self) else None
+            if tail in ("isinstance", "issubclass"):
+                return None
+        if isinstance(parent, ast.Call) and field == "args" and len(parent.args) == 2:
+            tail = getattr(parent.func, "id", "")
+            if tail in ("isinstance", "issubclass") and parent.args[1] is node:
+                return 0  # the type tested: no call
+        return 0 if self._annotation(node) else None
+
+    def _annotation(self, node: ast.AST) -> bool:
+        while True:
+            found = self.parents.get(id(node))
+            if found is None:
+                return False
+            node, field = found
+            if field in ("annotation", "returns"):
+                return True
+            if isinstance(node, (ast.stmt, ast.Lambda)):
+                return False
+
+
+def _passes(args: list[ast.expr], keywords: list[ast.keyword], uses: _Uses) -> bool:
+    if uses.by_keyword and any(kw.arg == uses.param for kw in keywords):
+        return True
+    position = uses.position
+    if position is None or len(args) <= position:
+        return False
+    return not any(isinstance(a, ast.Starred) for a in args[: position + 1])
