@@ -256,9 +256,13 @@ class _Uses:
             return self._mention(node)
         if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
             return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if self.spelled.fullmatch(node.value) and not self._annotation(node):
-                return None
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and self.spelled.fullmatch(node.value)
+            and not self._annotation(node)
+        ):
+            return None  # `"f"`, `"pkg.mod.f"`: reached by a string
         return 0
 
     def _mention(self, node: ast.Name | ast.Attribute) -> int | None:
