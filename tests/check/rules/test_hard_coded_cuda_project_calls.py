@@ -165,13 +165,27 @@ def test_no_repository_keeps_the_finding(tmp_path: Path) -> None:
         "from {p} import lib\n\nlib.Loader = None\nlib.Loader(1, device=d)\n",
         "from {p}.lib import Loader\n\n\ndef f():\n    global Loader\n    Loader(1, d)\n",
         "from {p}.lib import Loader\n\nLoader(1, device=d\n",
-        # a notebook naming it
+        # code in a string
+        "from {p}.lib import Loader\n\nexec(SOURCE)\nLoader(1, device=d)\n",
+        # a caller in a folder named `build` below the top (only the top's is a tool's copy)
+        ("tools/build/run.py", "from {p}.lib import Loader\n\nLoader(1)\n"),
     ],
 )
-def test_other_mentions_keep_the_finding(tmp_path: Path, caller: str) -> None:
+def test_other_mentions_keep_the_finding(tmp_path: Path, caller: str | tuple[str, str]) -> None:
     lib = write(tmp_path, "w34other", "Loader", "empty", False, [["keyword"]])
-    (tmp_path / "run_1.py").write_text(caller.format(p="w34other"))
+    where, text = caller if isinstance(caller, tuple) else ("run_1.py", caller)
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text(text.format(p="w34other"))
     assert reported(lib)
+
+
+def test_the_tops_build_folder_is_a_copy(tmp_path: Path) -> None:
+    lib = write(tmp_path, "w34build", "load", "empty", False, [["keyword"]])
+    (tmp_path / "build" / "lib").mkdir(parents=True)
+    (tmp_path / "build" / "lib" / "copy.py").write_text(
+        "from w34build.lib import load\n\nload(1)\n"
+    )
+    assert not reported(lib)
 
 
 def test_annotations_and_type_tests_are_no_calls(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ function does not escape** (reach code that may call it without the argument). A
 keeps the finding.
 
 The repository is the tree under the nearest folder above the file holding ``.git``
-(none: the callers are unknown, the finding stays). Every text file in it (not a hidden,
-``build``, ``dist``, virtual-environment or cache folder; binary files and files over
-``_BIGGEST`` bytes aside) is searched for the name as a word. Each Python file naming it is
-parsed and every mention of the name must be one of:
+(none: the callers are unknown, the finding stays). Every text file in it (not in a hidden,
+cache or virtual-environment folder, nor the top's ``build``/``dist``/``venv``; binary files
+and non-Python files over ``_BIGGEST`` bytes aside) is searched for the name as a word. Each
+Python file naming it is parsed and every mention of the name must be one of:
 
 * the callee of a call passing the argument by keyword, or at its position with no
   ``*args`` at or before it (``**kwargs`` may not hold it): ``f(x, device=d)``,
@@ -31,12 +31,13 @@ Anything else escapes and keeps the finding: the name as a value (``return f``,
 ``map(f, xs)``, ``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string
 spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is
 not Python (a YAML config building it by name, a notebook, a README showing a call), a
-Python file that does not parse, a star import in an installable package's ``__init__.py``
-above the file, and the module itself used as a value anywhere (``getattr(mod, name)``,
-``vars(mod)``). The file defining it must define it once at module level and call no
-``eval``/``exec``/``globals``/``locals``/``vars``. Not seen, so not kept: a call made from a
-string assembled at run time or given from outside the repository (a command-line
-``--model Renderer`` read by ``getattr(module, args.model)`` through an import by name).
+Python file that does not parse or that calls ``eval``/``exec``, a star import in an
+installable package's ``__init__.py`` above the file, and the module itself used as a value
+anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define it once at
+module level and call no ``eval``/``exec``/``globals``/``locals``/``vars``. Not seen, so not
+kept: a call made from a string assembled at run time or given from outside the repository
+(a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(m), name)``),
+a caller behind a symbolic link to a folder.
 
 The repository's texts are read once per run (and kept with the paths they rest on for
 the check cache: ``check/_listing.remembered``); a repository of more than ``_MOST_FILES``
@@ -57,7 +58,8 @@ __all__ = ["every_call_passes"]
 _MOST_FILES = 20_000
 _BIGGEST = 4 * 1024 * 1024
 _ABOVE = 12  # folders looked up for `.git`
-_SKIPPED = frozenset({"node_modules", "__pycache__", "build", "dist", "venv", "site-packages"})
+_SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages"})
+_TOP_SKIPPED = frozenset({"build", "dist", "venv"})
 _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _STAR = re.compile(rb"import\s*\(?\s*\*")
@@ -104,7 +106,15 @@ def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
     count = 0
     for here, folders, names in os.walk(root):
         note(here)
-        folders[:] = sorted(f for f in folders if f not in _SKIPPED and not f.startswith("."))
+        top = here == root  # `build`, `dist`: a packaging tool's copies, at the top only
+        folders[:] = sorted(
+            f
+            for f in folders
+            if not f.startswith(".")
+            and f not in _SKIPPED
+            and not (top and f in _TOP_SKIPPED)
+            and not os.path.isfile(os.path.join(here, f, "pyvenv.cfg"))
+        )
         for file in sorted(names):
             full = os.path.join(here, file)
             count += 1
@@ -112,7 +122,7 @@ def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
                 return None
             note(full)
             try:
-                if os.path.getsize(full) > _BIGGEST:
+                if os.path.getsize(full) > _BIGGEST and not file.endswith(".py"):
                     continue
                 with open(full, "rb") as handle:
                     data = handle.read()
@@ -209,6 +219,11 @@ class _Uses:
         self.parents = parents
         if own and not self._own_module(tree):
             return None
+        if any(
+            isinstance(n, ast.Call) and getattr(n.func, "id", None) in ("eval", "exec")
+            for n in ast.walk(tree)
+        ):
+            return None  # code in a string (`exec`, `eval`) may call it
         names = {self.name}
         modules: set[str] = set()
         for node in ast.walk(tree):
