@@ -65,8 +65,10 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _STAR = re.compile(rb"import\s*\(?\s*\*")
 # what reaches a module's names by a string it reads at run time (asked where a file
 # names the module but not the function)
-_INTROSPECTS = re.compile(rb"getattr|vars|__dict__|getmembers|\bdir\(")
+_INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
 _SEEN: dict[object, object] = {}  # remembered answers: a repository's texts, a name's verdict
+_SEEN_KINDS = (ast.Name, ast.Attribute, ast.Global, ast.Nonlocal, ast.Constant)
+_INTROSPECTION = frozenset({"eval", "exec", "globals", "locals", "vars"})
 
 
 def every_call_passes(
@@ -147,10 +149,16 @@ def _decide(
     installable = _installable(os.path.dirname(path), root)
     if installable and _star_in_inits(os.path.dirname(path), root):
         return False
+    needle, module_needle = name.encode(), stem.encode()
     calls, own = 0, False
     for file, data in texts:
-        named = word.search(data) is not None
-        if not named and (module_word.search(data) is None or not _INTROSPECTS.search(data)):
+        # `in` first: a search of a pattern opening with a look-behind tries every position
+        named = needle in data and word.search(data) is not None
+        if not named and not (
+            module_needle in data
+            and any(w in data for w in _INTROSPECTS)
+            and module_word.search(data) is not None
+        ):
             continue
         if not file.endswith(".py"):
             if named:
@@ -210,53 +218,60 @@ class _Uses:
         self.spelled = re.compile(r"(?:[\w.]*[.:])?" + re.escape(name))
 
     def count(self, tree: ast.Module, *, own: bool, reexports: bool) -> int | None:
+        # One walk: each node's parent (and the field holding it), and what the rules read.
         parents: dict[int, tuple[ast.AST, str]] = {}
-        for node in ast.walk(tree):
+        aliases: list[tuple[ast.alias, ast.AST]] = []
+        seen: list[ast.AST] = []  # names, attributes, `global`s, strings
+        called: set[str] = set()  # the plain names called (`eval`, `globals`, ...)
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
             for field, value in ast.iter_fields(node):
-                for child in value if isinstance(value, list) else [value]:
-                    if isinstance(child, ast.AST):
-                        parents[id(child)] = (node, field)
+                if isinstance(value, list):
+                    for child in value:
+                        if isinstance(child, ast.AST):
+                            parents[id(child)] = (node, field)
+                            stack.append(child)
+                elif isinstance(value, ast.AST):
+                    parents[id(value)] = (node, field)
+                    stack.append(value)
+            if isinstance(node, ast.alias):
+                aliases.append((node, parents[id(node)][0]))
+            elif isinstance(node, _SEEN_KINDS):
+                seen.append(node)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
         self.parents = parents
-        if own and not self._own_module(tree):
+        if own and not self._own_module(tree, called):
             return None
-        if any(
-            isinstance(n, ast.Call) and getattr(n.func, "id", None) in ("eval", "exec")
-            for n in ast.walk(tree)
-        ):
+        if called & {"eval", "exec"}:
             return None  # code in a string (`exec`, `eval`) may call it
         names = {self.name}
         modules: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.alias):
-                local = node.asname or node.name
-                if node.name == self.name and isinstance(parents[id(node)][0], ast.ImportFrom):
-                    if reexports:
-                        return None  # the package's name: imported from outside too
-                    names.add(local)
-                elif node.name.rpartition(".")[2] == self.stem:
-                    modules.add(local.partition(".")[0] if node.asname is None else local)
+        for alias, statement in aliases:
+            local = alias.asname or alias.name
+            if alias.name == self.name and isinstance(statement, ast.ImportFrom):
+                if reexports:
+                    return None  # the package's name: imported from outside too
+                names.add(local)
+            elif alias.name.rpartition(".")[2] == self.stem:
+                modules.add(local.partition(".")[0] if alias.asname is None else local)
         calls = 0
-        for node in ast.walk(tree):
+        for node in seen:
             found = self._verdict(node, names, modules)
             if found is None:
                 return None
             calls += found
         return calls
 
-    def _own_module(self, tree: ast.Module) -> bool:
+    def _own_module(self, tree: ast.Module, called: set[str]) -> bool:
         """Defined once at module level; no introspection of the module's names."""
         defined = [
             s
             for s in tree.body
             if isinstance(s, (*_FUNCTIONS, ast.ClassDef)) and s.name == self.name
         ]
-        if len(defined) != 1:
-            return False
-        return not any(
-            isinstance(n, ast.Call)
-            and getattr(n.func, "id", None) in ("eval", "exec", "globals", "locals", "vars")
-            for n in ast.walk(tree)
-        )
+        return len(defined) == 1 and not called & _INTROSPECTION
 
     def _verdict(self, node: ast.AST, names: set[str], modules: set[str]) -> int | None:
         """1: a passing call of ``node``; 0: no use; None: an escape."""
