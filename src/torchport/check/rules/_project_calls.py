@@ -6,7 +6,11 @@ function; a public one (``load``, a class ``Renderer``) is decided here, over it
 repository. The invariant: **the default is dropped only if every call of the function
 anywhere in the repository passes the argument explicitly, there is at least one, and the
 function does not escape** (reach code that may call it without the argument). Any doubt
-keeps the finding.
+keeps the finding. A module importable once its project is installed (in a package whose
+top sits beside, or below, a ``setup.py``, ``pyproject.toml`` or ``setup.cfg``; or a module
+beside one) is a library's: code outside the repository may import and call it (judged real
+in samples A-T: Kilosort's ``run_matching(..., device=torch.device("cuda"))``), so its
+defaults stay reported.
 
 The repository is the tree under the nearest folder above the file holding ``.git``
 (none: the callers are unknown, the finding stays). Every text file in it (not in a hidden,
@@ -21,9 +25,7 @@ Python file naming it is parsed and every mention of the name must be one of:
 * ``functools.partial(f, ...)`` binding the argument the same way (every call of it then
   passes it);
 * ``from m import f`` (or ``as g``, then every mention of ``g`` in that file obeys these
-  rules): not in a package ``__init__.py`` of an installable project (a ``setup.py``,
-  ``pyproject.toml`` or ``setup.cfg`` at or below the repository's top, above the file),
-  whose names code outside the repository imports;
+  rules);
 * a definition of another function or class of the same name, an annotation, the type in
   ``isinstance``/``issubclass`` (none calls it), a keyword argument's name.
 
@@ -31,13 +33,12 @@ Anything else escapes and keeps the finding: the name as a value (``return f``,
 ``map(f, xs)``, ``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string
 spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is
 not Python (a YAML config building it by name, a notebook, a README showing a call), a
-Python file that does not parse or that calls ``eval``/``exec``, a star import in an
-installable package's ``__init__.py`` above the file, and the module itself used as a value
-anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define it once at
-module level and call no ``eval``/``exec``/``globals``/``locals``/``vars``. Not seen, so not
-kept: a call made from a string assembled at run time or given from outside the repository
-(a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(m), name)``),
-a caller behind a symbolic link to a folder.
+Python file that does not parse or that calls ``eval``/``exec``, and the module itself used
+as a value anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define
+it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars``. Not
+seen, so not kept: a call made from a string assembled at run time or given from outside
+the repository (a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(
+m), name)``), a caller behind a symbolic link to a folder.
 
 The repository's texts are read once per run (and kept with the paths they rest on for
 the check cache: ``check/_listing.remembered``); a repository of more than ``_MOST_FILES``
@@ -62,7 +63,6 @@ _SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages"})
 _TOP_SKIPPED = frozenset({"build", "dist", "venv"})
 _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_STAR = re.compile(rb"import\s*\(?\s*\*")
 # what reaches a module's names by a string it reads at run time (asked where a file
 # names the module but not the function)
 _INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
@@ -146,9 +146,8 @@ def _decide(
         return False  # a package's own names: imported by the package's name
     word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
     module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
-    installable = _installable(os.path.dirname(path), root)
-    if installable and _star_in_inits(os.path.dirname(path), root):
-        return False
+    if _installed_module(os.path.dirname(path), root):
+        return False  # importable once installed: code outside the repository may call it
     needle, module_needle = name.encode(), stem.encode()
     calls, own = 0, False
     for file, data in texts:
@@ -169,8 +168,7 @@ def _decide(
         except (SyntaxError, ValueError):
             return False
         uses = _Uses(name, param, position, by_keyword, stem)
-        init = installable and os.path.basename(file) == "__init__.py"
-        found = uses.count(tree, own=file == path, reexports=init)
+        found = uses.count(tree, own=file == path)
         if found is None:
             return False
         calls += found
@@ -178,30 +176,19 @@ def _decide(
     return own and calls > 0
 
 
-def _installable(folder: str, root: str) -> bool:
+def _installed_module(folder: str, root: str) -> bool:
+    """Whether a module of ``folder`` is importable once its project is installed: a
+    packaging file (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in the folder holding
+    its top package (or its own folder: a single-module project), or above it, to the top
+    (a ``src/`` layout)."""
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and folder != root:
+        note(os.path.join(folder, "__init__.py"))
+        folder = os.path.dirname(folder)
     while True:
         for marker in _MARKERS:
             note(os.path.join(folder, marker))
             if os.path.isfile(os.path.join(folder, marker)):
                 return True
-        if folder == root or os.path.dirname(folder) == folder:
-            return False
-        folder = os.path.dirname(folder)
-
-
-def _star_in_inits(folder: str, root: str) -> bool:
-    """A star import in a package ``__init__.py`` holding the file (it may re-export it)."""
-    while True:
-        init = os.path.join(folder, "__init__.py")
-        note(init)
-        try:
-            with open(init, "rb") as handle:
-                if _STAR.search(handle.read()):
-                    return True
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return True
         if folder == root or os.path.dirname(folder) == folder:
             return False
         folder = os.path.dirname(folder)
@@ -217,7 +204,7 @@ class _Uses:
         self.by_keyword, self.stem = by_keyword, stem
         self.spelled = re.compile(r"(?:[\w.]*[.:])?" + re.escape(name))
 
-    def count(self, tree: ast.Module, *, own: bool, reexports: bool) -> int | None:
+    def count(self, tree: ast.Module, *, own: bool) -> int | None:
         # One walk: each node's parent (and the field holding it), and what the rules read.
         parents: dict[int, tuple[ast.AST, str]] = {}
         aliases: list[tuple[ast.alias, ast.AST]] = []
@@ -251,8 +238,6 @@ class _Uses:
         for alias, statement in aliases:
             local = alias.asname or alias.name
             if alias.name == self.name and isinstance(statement, ast.ImportFrom):
-                if reexports:
-                    return None  # the package's name: imported from outside too
                 names.add(local)
             elif alias.name.rpartition(".")[2] == self.stem:
                 modules.add(local.partition(".")[0] if alias.asname is None else local)
