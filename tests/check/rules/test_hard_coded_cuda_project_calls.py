@@ -207,3 +207,27 @@ def test_an_edit_elsewhere_is_seen_by_the_next_check(tmp_path: Path) -> None:
     assert not reported(lib)
     (tmp_path / "run_9.py").write_text("from w34edit.lib import load\n\nload(1)\n")
     assert reported(lib)
+
+
+def test_a_file_below_a_packaging_file_is_a_library(tmp_path: Path) -> None:
+    """``examples/qa/utils.py`` in no package, a ``setup.py`` above: which files it ships is
+    not read, so the file may be installed (LoRA's ``examples/NLU/setup.py``)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "examples" / "qa").mkdir(parents=True)
+    lib = tmp_path / "examples" / "qa" / "utils.py"
+    lib.write_text(library("load"))
+    (tmp_path / "examples" / "qa" / "run.py").write_text("from utils import load\n\nload(1, d)\n")
+    assert not reported(lib)
+    (tmp_path / "setup.py").write_text("from setuptools import setup\n\nsetup()\n")
+    assert reported(lib)
+
+
+def test_a_src_layout_package_is_a_library(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'w34src'\n")
+    (tmp_path / "src" / "w34src").mkdir(parents=True)
+    (tmp_path / "src" / "w34src" / "__init__.py").write_text("")
+    lib = tmp_path / "src" / "w34src" / "lib.py"
+    lib.write_text(library("load"))
+    (tmp_path / "run.py").write_text("from w34src.lib import load\n\nload(1, d)\n")
+    assert reported(lib)

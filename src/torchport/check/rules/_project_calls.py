@@ -6,10 +6,10 @@ function; a public one (``load``, a class ``Renderer``) is decided here, over it
 repository. The invariant: **the default is dropped only if every call of the function
 anywhere in the repository passes the argument explicitly, there is at least one, and the
 function does not escape** (reach code that may call it without the argument). Any doubt
-keeps the finding. A module importable once its project is installed (in a package whose
-top sits beside, or below, a ``setup.py``, ``pyproject.toml`` or ``setup.cfg``; or a module
-beside one) is a library's: code outside the repository may import and call it (judged real
-in samples A-T: Kilosort's ``run_matching(..., device=torch.device("cuda"))``), so its
+keeps the finding. A module that may be installed with its project (a ``setup.py``,
+``pyproject.toml`` or ``setup.cfg`` in its folder or above it, to the top) is a library's:
+code outside the repository may import and call it (judged real in samples A-T: Kilosort's
+``run_matching(..., device=torch.device("cuda"))``, PARL's ``evaluate_episode_rtg``), so its
 defaults stay reported.
 
 The repository is the tree under the nearest folder above the file holding ``.git``
@@ -177,13 +177,10 @@ def _decide(
 
 
 def _installed_module(folder: str, root: str) -> bool:
-    """Whether a module of ``folder`` is importable once its project is installed: a
-    packaging file (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in the folder holding
-    its top package (or its own folder: a single-module project), or above it, to the top
-    (a ``src/`` layout)."""
-    while os.path.isfile(os.path.join(folder, "__init__.py")) and folder != root:
-        note(os.path.join(folder, "__init__.py"))
-        folder = os.path.dirname(folder)
+    """Whether a module of ``folder`` may be installed with its project: a packaging file
+    (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in its folder or one above it, to the
+    top. Which files a packaging file ships (``find_packages()``, ``py_modules``, a ``src``
+    layout, scripts) is not read: every file below one counts."""
     while True:
         for marker in _MARKERS:
             note(os.path.join(folder, marker))
