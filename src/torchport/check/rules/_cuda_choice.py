@@ -201,8 +201,8 @@ def _tests_a_kernel(ctx: Context) -> bool:
 
 def default_never_runs(node: ast.AST, param: str, ctx: Context) -> bool:
     """``param``'s default, ``node`` being the ``ast.arguments`` checked, is of a function
-    private to the file that every call passes (TP101's): ``rules/_passed_defaults.py``,
-    read on first use."""
+    that every call passes (TP101's; across the repository for a public one):
+    ``rules/_passed_defaults.py``, read on first use."""
     if not isinstance(node, ast.arguments):
         return False
     from torchport.check.rules._passed_defaults import default_never_runs as never_runs

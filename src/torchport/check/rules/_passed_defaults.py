@@ -1,14 +1,16 @@
-"""A parameter default that never runs: every call of a function private to its file passes it.
+"""A parameter default that never runs: every call of the function passes it.
 
 ``def _encode(tokens, device="cuda")`` called only as ``_encode(t, device=device)`` (or
-``_encode(t, device)``) never uses its default: TP101 leaves it alone. This is decided within
-one file only, so only for what no other file can call: a function or class whose name is
-private to the module (a leading underscore, not a dunder) or nested in a function. A public
-function of a library may be called, without the argument, by code the checker never sees;
-the project view (``port/_device_parameters``) answers which callee a call reaches, never
-which calls reach a callee, so it cannot make a public function's callers known either.
+``_encode(t, device)``) never uses its default: TP101 leaves it alone. For a function or
+class whose name is private to the module (a leading underscore, not a dunder) or nested in
+a function this is decided within the file, below. For a public module-level one (``load``,
+``Renderer``) it is decided over the file's whole repository by ``rules/_project_calls.py``
+(every call there passes it and it does not escape; no repository found: reported). A
+method other than ``__init__`` is not followed: a framework may call it by name
+(``forward``, a hook, duck typing), so its default is reported.
 
-Left alone only when all of this holds; otherwise the default is reported as before:
+Left alone only when all of this holds (for a public one, the first and last points and
+``_project_calls``'s own in place of the middle two); otherwise the default is reported:
 
 * the function has no decorator (one may keep it, wrap it, register it); for a class's
   ``__init__`` the class has none, no metaclass, and no base but ``object`` or
@@ -60,14 +62,22 @@ def default_never_runs(param: str, ctx: Context) -> bool:
     if default is None or not _made_anywhere(default, ctx):
         return False  # a default is evaluated when the `def` runs, used or not
     nested = isinstance(holder, _FUNCTIONS)
-    if not (nested or (isinstance(holder, ast.Module) and _private(name))):
-        return False
     shift = 1 if target is not func else 0
     positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)][shift:]
     position = positional.index(param) if param in positional else None
     by_keyword = param not in {p.arg for p in func.args.posonlyargs}
+    if isinstance(target, ast.ClassDef) and _builds_itself(target):
+        return False
+    if not (nested or (isinstance(holder, ast.Module) and _private(name))):
+        if not isinstance(holder, ast.Module) or name.startswith("__"):
+            return False
+        from torchport.check.rules._project_calls import every_call_passes
+
+        return every_call_passes(
+            ctx.path, name, param=param, position=position, by_keyword=by_keyword
+        )
     calls = _calls_in(holder, name)
-    if not calls or (isinstance(target, ast.ClassDef) and _builds_itself(target)):
+    if not calls:
         return False
     return all(_passes(c, position, by_keyword, param) for c in calls)
 

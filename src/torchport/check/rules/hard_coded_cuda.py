@@ -40,7 +40,7 @@ class HardCodedCuda(Rule):
     trigger a GPU warning) or `with FakeTensorMode()`, test code whose subject is CUDA (named,
     marked or skipped for it or its GPU architecture, asserting it first, naming two GPUs,
     starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`),
-    a default every call of an `_f` or nested function passes (`rules/_passed_defaults.py`),
+    a default every call of the function passes (its repository's, `rules/_passed_defaults.py`),
     benchmark code (a `bm_*` file or function, a test's timing closure, a timing program: it
     times one device on purpose), a class's own `cuda()` method, and code in the arm of a device
     check where CUDA is there (`if device.type == "cuda":`, any case, `if

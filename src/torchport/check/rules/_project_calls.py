@@ -1,0 +1,317 @@
+"""Whether every call of a public function of a repository passes one of its parameters.
+
+TP101 leaves ``def load(path, device="cuda")`` alone when the default never runs
+(``rules/_passed_defaults.py``). Within one file that is decided for a private or nested
+function; a public one (``load``, a class ``Renderer``) is decided here, over its whole
+repository. The invariant: **the default is dropped only if every call of the function
+anywhere in the repository passes the argument explicitly, there is at least one, and the
+function does not escape** (reach code that may call it without the argument). Any doubt
+keeps the finding. A module that may be installed with its project (a ``setup.py``,
+``pyproject.toml`` or ``setup.cfg`` in its folder or above it, to the top) is a library's:
+code outside the repository may import and call it (judged real in samples A-T: Kilosort's
+``run_matching(..., device=torch.device("cuda"))``, PARL's ``evaluate_episode_rtg``), so its
+defaults stay reported.
+
+The repository is the tree under the nearest folder above the file holding ``.git``
+(none: the callers are unknown, the finding stays). Every text file in it (not in a hidden,
+cache or virtual-environment folder, nor the top's ``build``/``dist``/``venv``; binary files
+and non-Python files over ``_BIGGEST`` bytes aside) is searched for the name as a word. Each
+Python file naming it is parsed and every mention of the name must be one of:
+
+* the callee of a call passing the argument by keyword, or at its position with no
+  ``*args`` at or before it (``**kwargs`` may not hold it): ``f(x, device=d)``,
+  ``mod.f(x, d)``, ``self.f(...)`` (any receiver: a call of another ``f`` is asked the same,
+  which can only keep a finding);
+* ``functools.partial(f, ...)`` binding the argument the same way (every call of it then
+  passes it);
+* ``from m import f`` (or ``as g``, then every mention of ``g`` in that file obeys these
+  rules);
+* a definition of another function or class of the same name, an annotation, the type in
+  ``isinstance``/``issubclass`` (none calls it), a keyword argument's name.
+
+Anything else escapes and keeps the finding: the name as a value (``return f``,
+``map(f, xs)``, ``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string
+spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is
+not Python (a YAML config building it by name, a notebook, a README showing a call), a
+Python file that does not parse or that calls ``eval``/``exec``, and the module itself used
+as a value anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define
+it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars``. Not
+seen, so not kept: a call made from a string assembled at run time or given from outside
+the repository (a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(
+m), name)``), a caller behind a symbolic link to a folder.
+
+The repository's texts are read once per run (and kept with the paths they rest on for
+the check cache: ``check/_listing.remembered``); a repository of more than ``_MOST_FILES``
+files is not read (the finding stays).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from torchport.check._listing import note, remembered
+from torchport.check._syntax import parsed_module
+
+__all__ = ["every_call_passes"]
+
+_MOST_FILES = 20_000
+_BIGGEST = 4 * 1024 * 1024
+_ABOVE = 12  # folders looked up for `.git`
+_SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages"})
+_TOP_SKIPPED = frozenset({"build", "dist", "venv"})
+_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# what reaches a module's names by a string it reads at run time (asked where a file
+# names the module but not the function)
+_INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
+_SEEN: dict[object, object] = {}  # remembered answers: a repository's texts, a name's verdict
+_SEEN_KINDS = (ast.Name, ast.Attribute, ast.Global, ast.Nonlocal, ast.Constant)
+_INTROSPECTION = frozenset({"eval", "exec", "globals", "locals", "vars"})
+
+
+def every_call_passes(
+    path: str, name: str, *, param: str, position: int | None, by_keyword: bool
+) -> bool:
+    """Whether every call of the module-level ``name`` of the file at ``path`` across its
+    repository passes ``param`` (by keyword when ``by_keyword``, or at ``position``), there
+    is one, and ``name`` does not escape (the module docstring)."""
+    if not os.path.isfile(path):
+        return False
+    here = os.path.dirname(os.path.abspath(path))
+    root = _repository(here)
+    if root is None:
+        return False
+    key = ("calls", os.path.abspath(path), name, param, position, by_keyword)
+    answer = remembered(
+        _SEEN, key, lambda: _decide(root, os.path.abspath(path), name, param, position, by_keyword)
+    )
+    return bool(answer)
+
+
+def _repository(folder: str) -> str | None:
+    for _ in range(_ABOVE):
+        note(os.path.join(folder, ".git"))
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return None
+
+
+def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
+    """(path, bytes) of each text file under ``root``; None past the limit or unreadable."""
+    found: list[tuple[str, bytes]] = []
+    count = 0
+    for here, folders, names in os.walk(root):
+        note(here)
+        top = here == root  # `build`, `dist`: a packaging tool's copies, at the top only
+        folders[:] = sorted(
+            f
+            for f in folders
+            if not f.startswith(".")
+            and f not in _SKIPPED
+            and not (top and f in _TOP_SKIPPED)
+            and not os.path.isfile(os.path.join(here, f, "pyvenv.cfg"))
+        )
+        for file in sorted(names):
+            full = os.path.join(here, file)
+            count += 1
+            if count > _MOST_FILES:
+                return None
+            note(full)
+            try:
+                if os.path.getsize(full) > _BIGGEST and not file.endswith(".py"):
+                    continue
+                with open(full, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return None
+            if b"\0" not in data[:8192]:
+                found.append((full, data))
+    return tuple(found)
+
+
+def _decide(
+    root: str, path: str, name: str, param: str, position: int | None, by_keyword: bool
+) -> bool:
+    texts = remembered(_SEEN, ("texts", root), lambda: _texts(root))
+    if not isinstance(texts, tuple):
+        return False
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__":
+        return False  # a package's own names: imported by the package's name
+    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
+    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    if _installed_module(os.path.dirname(path), root):
+        return False  # importable once installed: code outside the repository may call it
+    needle, module_needle = name.encode(), stem.encode()
+    calls, own = 0, False
+    for file, data in texts:
+        # `in` first: a search of a pattern opening with a look-behind tries every position
+        named = needle in data and word.search(data) is not None
+        if not named and not (
+            module_needle in data
+            and any(w in data for w in _INTROSPECTS)
+            and module_word.search(data) is not None
+        ):
+            continue
+        if not file.endswith(".py"):
+            if named:
+                return False  # a config, a notebook, a document naming it
+            continue
+        try:
+            tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
+        except (SyntaxError, ValueError):
+            return False
+        uses = _Uses(name, param, position, by_keyword, stem)
+        found = uses.count(tree, own=file == path)
+        if found is None:
+            return False
+        calls += found
+        own = own or file == path
+    return own and calls > 0
+
+
+def _installed_module(folder: str, root: str) -> bool:
+    """Whether a module of ``folder`` may be installed with its project: a packaging file
+    (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in its folder or one above it, to the
+    top. Which files a packaging file ships (``find_packages()``, ``py_modules``, a ``src``
+    layout, scripts) is not read: every file below one counts."""
+    while True:
+        for marker in _MARKERS:
+            note(os.path.join(folder, marker))
+            if os.path.isfile(os.path.join(folder, marker)):
+                return True
+        if folder == root or os.path.dirname(folder) == folder:
+            return False
+        folder = os.path.dirname(folder)
+
+
+class _Uses:
+    """Counts the calls of ``name`` passing ``param`` in one module (None: an escape)."""
+
+    def __init__(
+        self, name: str, param: str, position: int | None, by_keyword: bool, stem: str
+    ) -> None:
+        self.name, self.param, self.position = name, param, position
+        self.by_keyword, self.stem = by_keyword, stem
+        self.spelled = re.compile(r"(?:[\w.]*[.:])?" + re.escape(name))
+
+    def count(self, tree: ast.Module, *, own: bool) -> int | None:
+        # One walk: each node's parent (and the field holding it), and what the rules read.
+        parents: dict[int, tuple[ast.AST, str]] = {}
+        aliases: list[tuple[ast.alias, ast.AST]] = []
+        seen: list[ast.AST] = []  # names, attributes, `global`s, strings
+        called: set[str] = set()  # the plain names called (`eval`, `globals`, ...)
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            for field, value in ast.iter_fields(node):
+                if isinstance(value, list):
+                    for child in value:
+                        if isinstance(child, ast.AST):
+                            parents[id(child)] = (node, field)
+                            stack.append(child)
+                elif isinstance(value, ast.AST):
+                    parents[id(value)] = (node, field)
+                    stack.append(value)
+            if isinstance(node, ast.alias):
+                aliases.append((node, parents[id(node)][0]))
+            elif isinstance(node, _SEEN_KINDS):
+                seen.append(node)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+        self.parents = parents
+        if own and not self._own_module(tree, called):
+            return None
+        if called & {"eval", "exec"}:
+            return None  # code in a string (`exec`, `eval`) may call it
+        names = {self.name}
+        modules: set[str] = set()
+        for alias, statement in aliases:
+            local = alias.asname or alias.name
+            if alias.name == self.name and isinstance(statement, ast.ImportFrom):
+                names.add(local)
+            elif alias.name.rpartition(".")[2] == self.stem:
+                modules.add(local.partition(".")[0] if alias.asname is None else local)
+        calls = 0
+        for node in seen:
+            found = self._verdict(node, names, modules)
+            if found is None:
+                return None
+            calls += found
+        return calls
+
+    def _own_module(self, tree: ast.Module, called: set[str]) -> bool:
+        """Defined once at module level; no introspection of the module's names."""
+        defined = [
+            s
+            for s in tree.body
+            if isinstance(s, (*_FUNCTIONS, ast.ClassDef)) and s.name == self.name
+        ]
+        return len(defined) == 1 and not called & _INTROSPECTION
+
+    def _verdict(self, node: ast.AST, names: set[str], modules: set[str]) -> int | None:
+        """1: a passing call of ``node``; 0: no use; None: an escape."""
+        if isinstance(node, ast.Name) and node.id in modules:
+            parent = self.parents.get(id(node), (None, ""))[0]
+            if isinstance(parent, ast.Attribute) or isinstance(node.ctx, ast.Store):
+                return 0  # `mod.f` (asked at the attribute), or a rebinding (a local)
+            return None  # the module as a value: `getattr(mod, name)`, `vars(mod)`
+        if isinstance(node, ast.Name) and node.id in names:
+            return self._mention(node)
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            return self._mention(node)
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
+            return None
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and self.spelled.fullmatch(node.value)
+            and not self._annotation(node)
+        ):
+            return None  # `"f"`, `"pkg.mod.f"`: reached by a string
+        return 0
+
+    def _mention(self, node: ast.Name | ast.Attribute) -> int | None:
+        parent, field = self.parents.get(id(node), (None, ""))
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            return None  # rebound or deleted
+        if isinstance(parent, ast.Call) and field == "func":
+            return 1 if _passes(parent.args, parent.keywords, self) else None
+        if isinstance(parent, ast.Call) and field == "args" and parent.args[0] is node:
+            callee = parent.func
+            tail = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if tail == "partial":
+                return 1 if _passes(parent.args[1:], parent.keywords, self) else None
+            if tail in ("isinstance", "issubclass"):
+                return None
+        if isinstance(parent, ast.Call) and field == "args" and len(parent.args) == 2:
+            tail = getattr(parent.func, "id", "")
+            if tail in ("isinstance", "issubclass") and parent.args[1] is node:
+                return 0  # the type tested: no call
+        return 0 if self._annotation(node) else None
+
+    def _annotation(self, node: ast.AST) -> bool:
+        while True:
+            found = self.parents.get(id(node))
+            if found is None:
+                return False
+            node, field = found
+            if field in ("annotation", "returns"):
+                return True
+            if isinstance(node, (ast.stmt, ast.Lambda)):
+                return False
+
+
+def _passes(args: list[ast.expr], keywords: list[ast.keyword], uses: _Uses) -> bool:
+    if uses.by_keyword and any(kw.arg == uses.param for kw in keywords):
+        return True
+    position = uses.position
+    if position is None or len(args) <= position:
+        return False
+    return not any(isinstance(a, ast.Starred) for a in args[: position + 1])
