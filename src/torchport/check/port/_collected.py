@@ -30,19 +30,19 @@ _CONTAINER_CALLS = frozenset({"list", "dict", "defaultdict", "OrderedDict"})
 def collector(node: ast.AST, scope: PortScope, module: PortScope) -> str | None:
     """The name of the list (or dict or list of lists) ``node`` adds to: ``accs`` of
     ``accs.append(x)`` and ``accs += [x]``, ``acc`` of ``acc[name].append(x)``, of
-    ``acc.setdefault(name, []).append(x)`` and of ``acc[name] = x`` where ``acc`` is bound
-    only to a list or dict made there (``{}``, ``defaultdict(list)``; not a tensor's item
-    written: ``buf[i] = x``), in ``scope`` or, for a name ``scope`` does not bind (a
-    function filling a module's dict), in ``module``. None where ``node`` adds to no list
-    or the list is no plain name's."""
-    if (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Subscript)
-        and isinstance(holder := node.targets[0].value, ast.Name)
-    ):
+    ``acc.setdefault(name, []).append(x)``, and of ``acc[name] = x`` and ``acc[i] += x``
+    where ``acc`` is bound only to a list or dict made there (``{}``, ``defaultdict(list)``,
+    ``[0] * n``; not a tensor's item written: ``buf[i] = x``), in ``scope`` or, for a name
+    ``scope`` does not bind (a function filling a module's dict), in ``module``. None where
+    ``node`` adds to no list or the list is no plain name's."""
+    item = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+    item = node.target if isinstance(node, ast.AugAssign) else item  # `accs[epoch] += acc`
+    if isinstance(item, ast.Subscript) and isinstance(holder := item.value, ast.Name):
         bound = (scope if holder.id in scope.local else module).values_of(holder.id)
-        return holder.id if bound and all(_made(v) for v in bound) else None
+        if bound and all(_made(v) for v in bound):
+            return holder.id
+        if isinstance(node, ast.Assign):
+            return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr not in COLLECTS:
             return None
@@ -67,11 +67,13 @@ def collector(node: ast.AST, scope: PortScope, module: PortScope) -> str | None:
 
 
 def _made(value: ast.expr) -> bool:
-    """A list or dict made in place: a literal, a comprehension, ``defaultdict(list)``."""
+    """A list or dict made in place: a literal, a comprehension, ``[0] * n``, ``dict()``."""
     if isinstance(value, ast.Call):
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         return name in _CONTAINER_CALLS
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):  # `[0] * epochs`
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
     return isinstance(value, _MADE)
 
 

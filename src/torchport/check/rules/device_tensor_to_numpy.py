@@ -131,6 +131,8 @@ def _a_container(value: ast.expr) -> bool:
         func = value.func
         return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in (
             "defaultdict", "OrderedDict", "dict", "list")  # fmt: skip
+    if isinstance(value, ast.BinOp):  # `[0] * epochs`
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
     return isinstance(value, _CONTAINERS)
 
 
