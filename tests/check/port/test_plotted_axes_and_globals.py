@@ -47,11 +47,12 @@ model = torch.nn.Linear(1, 1)
 
 # ------------------------------------------------------------- (1) plotted through an Axes
 
+_OUT = "model(torch.linspace(-1.0, 1.0, 4).view(-1, 1))"
 _PLOTTED = {  # name -> (the values plotted, whether they are on the device once ported)
-    "output": ("model(torch.linspace(-1.0, 1.0, 4).view(-1, 1)).detach().view(-1)", True),
-    "cpu": ("model(torch.linspace(-1.0, 1.0, 4).view(-1, 1)).detach().view(-1).cpu()", False),
-    "items": ("[v.item() for v in model(torch.linspace(-1.0, 1.0, 4).view(-1, 1)).view(-1)]", False),
-}  # fmt: skip
+    "output": (f"{_OUT}.detach().view(-1)", True),
+    "cpu": (f"{_OUT}.detach().view(-1).cpu()", False),
+    "items": (f"[v.item() for v in {_OUT}.view(-1)]", False),
+}
 _METHODS = {  # name -> (the call's arguments, whether it reads them through numpy)
     "plot": ("{t}", True),
     "plot2": ("[0.0, 1.0, 2.0, 3.0], {t}", True),

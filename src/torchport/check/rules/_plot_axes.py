@@ -46,7 +46,7 @@ _GIVE_AXES = frozenset(
 )  # fmt: skip
 _AXES_PARAMETER = re.compile(r"axe?s?\d*|axs|ax_\w+")
 _DEPTH = 8
-_Kind = str | tuple[object, ...] | None
+_Kind = str | tuple[str | None, ...] | None  # (a tuple: the items of `zip`, `enumerate`)
 
 
 def on_axes(call: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context) -> bool:
@@ -60,7 +60,9 @@ def on_axes(call: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context) ->
     )
 
 
-def _kind(expr: ast.expr, scope: PortScope, facts: PortFacts, ctx: Context, depth: int) -> _Kind:
+def _kind(
+    expr: ast.expr, scope: PortScope, facts: PortFacts, ctx: Context, depth: int
+) -> str | None:
     """An Axes (or an array of them), a Figure, the pair ``plt.subplots()`` gives, or None."""
     if depth > _DEPTH:
         return None
@@ -89,7 +91,9 @@ def _kind(expr: ast.expr, scope: PortScope, facts: PortFacts, ctx: Context, dept
     return None
 
 
-def _name_kind(name: str, scope: PortScope, facts: PortFacts, ctx: Context, depth: int) -> _Kind:
+def _name_kind(
+    name: str, scope: PortScope, facts: PortFacts, ctx: Context, depth: int
+) -> str | None:
     """What every binding of ``name`` where ``scope`` reads it makes it (once per name and
     scope: asked per call, a scan of the bindings each time would be quadratic)."""
     where = scope if name in scope.local else facts.module
@@ -118,7 +122,7 @@ def _bound(
     facts: PortFacts,
     ctx: Context,
     depth: int,
-) -> _Kind:
+) -> str | None:
     """What a target at ``path`` of an assignment of ``source`` (or a loop over it) is."""
     kind: _Kind
     func = source.func if isinstance(source, ast.Call) else None
@@ -160,7 +164,9 @@ def _bindings(
     return found
 
 
-def _places(target: ast.expr, path: tuple[int | None, ...]) -> list[tuple[str, tuple]]:
+def _places(
+    target: ast.expr, path: tuple[int | None, ...]
+) -> list[tuple[str, tuple[int | None, ...]]]:
     """The names a target binds and their places (``fig, (a, b)``: ``a`` at (1, 0))."""
     if isinstance(target, ast.Name):
         return [(target.id, path)]
@@ -176,9 +182,10 @@ def _places(target: ast.expr, path: tuple[int | None, ...]) -> list[tuple[str, t
     return []
 
 
-_KINDS: weakref.WeakKeyDictionary[Context, dict[tuple[int, str], _Kind]] = (
+_KINDS: weakref.WeakKeyDictionary[Context, dict[tuple[int, str], str | None]] = (
     weakref.WeakKeyDictionary()
 )
-_INDEX: weakref.WeakKeyDictionary[Context, dict[tuple[str, int], dict]] = (
+_Bindings = dict[str, list[tuple[ast.expr, tuple[int | None, ...], bool]]]
+_INDEX: weakref.WeakKeyDictionary[Context, dict[tuple[str, int], _Bindings]] = (
     weakref.WeakKeyDictionary()
 )

@@ -23,10 +23,14 @@ class DeviceTensorToNumpy(Rule):
     """## What it does
     Reports device values (a model's output, a tensor made on the device, and
     values computed from them) passed to a numpy function (`np.argmax(out)`,
-    `np.allclose(pred, expected)`) or to a matplotlib one (`plt.plot(xs, out)`:
+    `np.allclose(pred, expected)`) or to a matplotlib one (`plt.plot(xs, out)`,
+    `ax.plot(out)` of `fig, ax = plt.subplots()`, `axes[0].imshow(out)`:
     matplotlib reads its data with numpy), or compared with a numpy array
-    (`pred == labels_np`); a list (or a dict of lists) they were appended to
-    (`accs.append(acc)`, then `plt.plot(accs)`) too.
+    (`pred == labels_np`); a list (or a dict of lists) they were put in
+    (`accs.append(acc)`, `accs[epoch] += acc`, then `plt.plot(accs)`) too, also
+    where a function fills a list or dict of the module (`history["loss"]`) and
+    another reads it. A title, a label or a text (`ax.set_title(f"{loss:.3f}")`)
+    is not reported: matplotlib formats it, as a device tensor allows.
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
