@@ -100,42 +100,54 @@ def _axes_program(plotted: str, method: str, receiver: str) -> str:
     )
 
 
-def _ported_and_run(program: str) -> tuple[list[object], list[str], dict[str, object], str]:
-    """The CPU's output, TP522's findings left by the port, the ported program's run on
-    ``sim`` (``{"out": ...}`` or ``{"error": ...}``) and the ported text."""
+def _reported_iff_they_fail(programs: list[tuple[str, bool]]) -> None:
+    """Port each program (whether it fails on ``sim`` once ported, as drawn) and run every
+    ported one on ``sim`` in one child process (one start-up of torch for the batch): each
+    fails exactly where TP522 reports it, and the others give the CPU's values."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "project"
-        project_fuzz._write(root, {"train.py": program})
-        on_cpu, _ = project_fuzz._run(root, meta=False)
-        assert not isinstance(on_cpu, BaseException), on_cpu  # the original runs on the CPU
-        result = port_paths([root], jobs=1)
-        reported = [str(f) for f in result.remaining if f.code == "TP522"]
-        ran = project_fuzz._sim_runs([str(root)])[str(root)]
-        return on_cpu, reported, ran, (root / "train.py").read_text(encoding="utf-8")
+        cases = {}
+        for i, (program, fails) in enumerate(programs):
+            root = Path(tmp) / f"p{i}"
+            project_fuzz._write(root, {"train.py": program})
+            on_cpu, _ = project_fuzz._run(root, meta=False)
+            assert not isinstance(on_cpu, BaseException), (on_cpu, program)  # runs on the CPU
+            result = port_paths([root], jobs=1)
+            reported = [str(f) for f in result.remaining if f.code == "TP522"]
+            cases[str(root)] = (fails, on_cpu, reported)
+        runs = project_fuzz._sim_runs(list(cases))
+        for root, (fails, on_cpu, reported) in cases.items():
+            ran = runs[root]
+            ported = (Path(root) / "train.py").read_text(encoding="utf-8")
+            assert ("error" in ran) == fails, (ran, ported)  # not blind: they fail as drawn
+            if fails:
+                assert reported, f"{ran['error']}: TP522 said nothing\n{ported}"
+            else:
+                assert not reported, f"ran on sim, yet TP522 reported {reported}\n{ported}"
+                assert ran["out"] == pytest.approx(on_cpu)
 
 
-def _reported_iff_it_fails(program: str, fails: bool) -> None:
-    on_cpu, reported, ran, ported = _ported_and_run(program)
-    assert ("error" in ran) == fails, (ran, ported)  # not blind: the shapes fail as drawn
-    if fails:
-        assert reported, f"{ran['error']}: TP522 said nothing\n{ported}"
-    else:
-        assert not reported, f"ran on sim, yet TP522 reported {reported}\n{ported}"
-        assert ran["out"] == pytest.approx(on_cpu)
+_BATCH = 8  # shapes per example, run on `sim` together
+
+
+_AXES_SHAPES = st.tuples(
+    st.sampled_from(sorted(_PLOTTED)),
+    st.sampled_from(sorted(_METHODS)),
+    st.sampled_from(sorted(_RECEIVERS)),
+)
 
 
 @needs_matplotlib
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    plotted=st.sampled_from(sorted(_PLOTTED)),
-    method=st.sampled_from(sorted(_METHODS)),
-    receiver=st.sampled_from(sorted(_RECEIVERS)),
-)
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=st.lists(_AXES_SHAPES, min_size=_BATCH, max_size=_BATCH, unique=True))
 def test_values_plotted_on_an_axes_are_reported_iff_they_fail_on_sim(
-    plotted: str, method: str, receiver: str
+    shapes: list[tuple[str, str, str]],
 ) -> None:
-    fails = _PLOTTED[plotted][1] and _METHODS[method][1]
-    _reported_iff_it_fails(_axes_program(plotted, method, receiver), fails)
+    _reported_iff_they_fail(
+        [
+            (_axes_program(plotted, method, receiver), _PLOTTED[plotted][1] and _METHODS[method][1])
+            for plotted, method, receiver in shapes
+        ]
+    )
 
 
 # ------------------------------------- (2) a module's list or dict filled in another function
@@ -188,19 +200,23 @@ def _global_program(filled: str, kept: str, read: str, where: str) -> str:
     return program + "\n\ntrain()\n" + reads
 
 
-@needs_matplotlib
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    filled=st.sampled_from(sorted(_FILLED)),
-    kept=st.sampled_from(sorted(_KEPT)),
-    read=st.sampled_from(sorted(_READ)),
-    where=st.sampled_from(["function", "module"]),
+_GLOBAL_SHAPES = st.tuples(
+    st.sampled_from(sorted(_FILLED)),
+    st.sampled_from(sorted(_KEPT)),
+    st.sampled_from(sorted(_READ)),
+    st.sampled_from(["function", "module"]),
 )
+
+
+@needs_matplotlib
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=st.lists(_GLOBAL_SHAPES, min_size=_BATCH, max_size=_BATCH, unique=True))
 def test_a_module_s_list_filled_in_a_function_is_reported_iff_it_fails_on_sim(
-    filled: str, kept: str, read: str, where: str
+    shapes: list[tuple[str, str, str, str]],
 ) -> None:
-    fails = _KEPT[kept][1] and _READ[read][1]
-    _reported_iff_it_fails(_global_program(filled, kept, read, where), fails)
+    _reported_iff_they_fail(
+        [(_global_program(*shape), _KEPT[shape[1]][1] and _READ[shape[2]][1]) for shape in shapes]
+    )
 
 
 @pytest.mark.parametrize(
