@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from torchport.check.port._device_flow import PortScope
     from torchport.check.semantic._scope import ScopeMap
 
 __all__ = ["COLLECTS", "added", "collector", "comprehension_on_device", "every_read_collects"]
@@ -23,22 +24,25 @@ __all__ = ["COLLECTS", "added", "collector", "comprehension_on_device", "every_r
 COLLECTS = frozenset({"append", "extend", "insert"})
 _COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp)
 _MADE = (ast.List, ast.Dict, ast.ListComp, ast.DictComp)  # a list or dict made in place
+_CONTAINER_CALLS = frozenset({"list", "dict", "defaultdict", "OrderedDict"})
 
 
-def collector(node: ast.AST, values_of: Callable[[str], list[ast.expr]]) -> str | None:
+def collector(node: ast.AST, scope: PortScope, module: PortScope) -> str | None:
     """The name of the list (or dict or list of lists) ``node`` adds to: ``accs`` of
-    ``accs.append(x)`` and ``accs += [x]``, ``acc`` of ``acc[name].append(x)`` and of
-    ``acc[name] = x`` where ``acc`` is bound (``values_of``) only to a list or dict made
-    there (not a tensor's item written: ``buf[i] = x``); None where ``node`` adds to no
-    list or the list is no plain name's."""
-    if (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Subscript)
-        and isinstance(holder := node.targets[0].value, ast.Name)
-    ):
-        bound = values_of(holder.id)
-        return holder.id if bound and all(isinstance(v, _MADE) for v in bound) else None
+    ``accs.append(x)`` and ``accs += [x]``, ``acc`` of ``acc[name].append(x)``, of
+    ``acc.setdefault(name, []).append(x)``, and of ``acc[name] = x`` and ``acc[i] += x``
+    where ``acc`` is bound only to a list or dict made there (``{}``, ``defaultdict(list)``,
+    ``[0] * n``; not a tensor's item written: ``buf[i] = x``), in ``scope`` or, for a name
+    ``scope`` does not bind (a function filling a module's dict), in ``module``. None where
+    ``node`` adds to no list or the list is no plain name's."""
+    item = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+    item = node.target if isinstance(node, ast.AugAssign) else item  # `accs[epoch] += acc`
+    if isinstance(item, ast.Subscript) and isinstance(holder := item.value, ast.Name):
+        bound = (scope if holder.id in scope.local else module).values_of(holder.id)
+        if bound and all(_made(v) for v in bound):
+            return holder.id
+        if isinstance(node, ast.Assign):
+            return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr not in COLLECTS:
             return None
@@ -53,7 +57,24 @@ def collector(node: ast.AST, values_of: Callable[[str], list[ast.expr]]) -> str 
         return None
     if isinstance(holder, ast.Subscript):
         holder = holder.value
+    elif (  # `d.setdefault(k, []).append(x)`: the list the dict keeps
+        isinstance(holder, ast.Call)
+        and isinstance(holder.func, ast.Attribute)
+        and holder.func.attr == "setdefault"
+    ):
+        holder = holder.func.value
     return holder.id if isinstance(holder, ast.Name) else None
+
+
+def _made(value: ast.expr) -> bool:
+    """A list or dict made in place: a literal, a comprehension, ``[0] * n``, ``dict()``."""
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _CONTAINER_CALLS
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):  # `[0] * epochs`
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
+    return isinstance(value, _MADE)
 
 
 def added(node: ast.AST) -> list[ast.expr]:

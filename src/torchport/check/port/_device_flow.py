@@ -48,7 +48,9 @@ NOT_FORWARD = MODEL_METHODS | frozenset(
      "named_children", "register_forward_hook", "register_forward_pre_hook",
      "register_buffer", "register_parameter", "add_module", "get_submodule", "save_pretrained"}
 )  # fmt: skip
-_HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min", "abs"}
+# Builtins whose result is no device value (not `list(accs)`, `sorted`: they keep their items).
+_HOST_BUILTINS = frozenset(dir(builtins)) - {
+    "map", "filter", "sum", "max", "min", "abs", "list", "tuple", "sorted", "reversed"}  # fmt: skip
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 MOVES = frozenset({"to", "cuda"})
@@ -396,7 +398,7 @@ class DeviceFlow:
                             changed = True
                 elif (  # `preds.append(model(x))`, `accs += [acc]`: the list holds them
                     isinstance(node, (ast.Call, ast.AugAssign, ast.Assign))
-                    and (holder := collector(node, scope.values_of)) is not None
+                    and (holder := collector(node, scope, self.module)) is not None
                     and holder not in values
                     and any(self.on_device(a, scope) for a in added(node))
                 ):

@@ -50,6 +50,7 @@ from torchport.check.port._captures import grad_leaves, mark_captured
 from torchport.check.port._choices import deliberate_cpu, flag_placement, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
+from torchport.check.port._global_values import share_globals
 from torchport.check.port._instances import HostMethods, converted_inputs
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._module_functions import own_tensor_functions
@@ -134,6 +135,7 @@ class PortFacts:
                 raw = self._raw_parameters(scope) or raw
                 self.flow.run(scope)
         seed_parameters(self, self._own_calls)  # device values handed to own functions
+        share_globals(self)  # and those functions leave in the module's names
         for scope in self.scopes:
             if not scope.internal:
                 mark_captured(self, scope)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._plot_axes import TEXT_TAKERS, on_axes
 from torchport.check.rules._port import PortFacts, port_facts
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -22,10 +23,14 @@ class DeviceTensorToNumpy(Rule):
     """## What it does
     Reports device values (a model's output, a tensor made on the device, and
     values computed from them) passed to a numpy function (`np.argmax(out)`,
-    `np.allclose(pred, expected)`) or to a matplotlib one (`plt.plot(xs, out)`:
+    `np.allclose(pred, expected)`) or to a matplotlib one (`plt.plot(xs, out)`,
+    `ax.plot(out)` of `fig, ax = plt.subplots()`, `axes[0].imshow(out)`:
     matplotlib reads its data with numpy), or compared with a numpy array
-    (`pred == labels_np`); a list (or a dict of lists) they were appended to
-    (`accs.append(acc)`, then `plt.plot(accs)`) too.
+    (`pred == labels_np`); a list (or a dict of lists) they were put in
+    (`accs.append(acc)`, `accs[epoch] += acc`, then `plt.plot(accs)`) too, also
+    where a function fills a list or dict of the module (`history["loss"]`) and
+    another reads it. A title, a label or a text (`ax.set_title(f"{loss:.3f}")`)
+    is not reported: matplotlib formats it, as a device tensor allows.
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
@@ -85,18 +90,21 @@ def _made_by_numpy(value: ast.AST, ctx: Context) -> bool:
     return isinstance(value, ast.Call) and (ctx.qualname(value.func) or "").startswith("numpy.")
 
 
-def _reads_through_numpy(call: ast.Call, ctx: Context) -> bool:
-    """A matplotlib function (``plt.plot(xs, ys)``, ``scatter``, ``hist``): it reads its data
-    with numpy (``np.asarray``), which refuses a device tensor as ``np.argmax`` does. A method
-    of an axes object (``ax.plot``) is not resolved here."""
-    return (ctx.qualname(call.func) or "").startswith("matplotlib.")
+def _reads_through_numpy(call: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context) -> bool:
+    """A matplotlib function (``plt.plot(xs, ys)``, ``scatter``, ``hist``) or an Axes' method
+    (``ax.plot``, ``axes[0].imshow``): it reads its data with numpy (``np.asarray``), which
+    refuses a device tensor as ``np.argmax`` does. Not one taking a text (``plt.title``)."""
+    name = ctx.qualname(call.func) or ""
+    if name.startswith("matplotlib."):
+        return name.rpartition(".")[2] not in TEXT_TAKERS
+    return on_axes(call, scope, facts, ctx)
 
 
 def _numpy_given_a_device_tensor(
     node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
 ) -> ast.expr | None:
     """The argument on the device of ``np.mean(out)``, ``plt.plot(accs)``; None if none."""
-    if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, ctx)):
+    if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, scope, facts, ctx)):
         return None
     args = [*node.args, *(k.value for k in node.keywords)]
     return next((a for a in args if facts.on_device(a, scope)), None)
@@ -111,7 +119,7 @@ def _read_message(given: ast.expr, scope: PortScope, facts: PortFacts) -> str:
     holder = given.value if isinstance(given, ast.Subscript) else given
     if isinstance(holder, ast.Name):
         bound = facts.bindings(holder.id, scope) or []
-        if bound and all(isinstance(v, _CONTAINERS) for v in bound):
+        if bound and all(_a_container(v) for v in bound):
             return (
                 f"call `.item()` (or `.detach().cpu()`) on each tensor put in `{holder.id}`: "
                 "it holds device values, which numpy refuses"
@@ -119,6 +127,17 @@ def _read_message(given: ast.expr, scope: PortScope, facts: PortFacts) -> str:
     text = ast.unparse(given)
     named = f"`{text}`" if len(text) <= 40 else "the device value"
     return f"call `.detach().cpu()` on {named} before numpy reads it: it is on the device"
+
+
+def _a_container(value: ast.expr) -> bool:
+    """A list or dict made in place (``[]``, ``{}``, a comprehension, ``defaultdict(list)``)."""
+    if isinstance(value, ast.Call):
+        func = value.func
+        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in (
+            "defaultdict", "OrderedDict", "dict", "list")  # fmt: skip
+    if isinstance(value, ast.BinOp):  # `[0] * epochs`
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
+    return isinstance(value, _CONTAINERS)
 
 
 def _numpy_array_compared_with_a_device_tensor(
