@@ -152,6 +152,7 @@ def _runs(tmp: Path) -> list[str]:
     return done.stdout.split("=== run\n")[1:]
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @pytest.mark.needs_simulator  # runs each program on sim: torch 2.7+ (the checker leg has none)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(projects())

@@ -169,6 +169,7 @@ def number_assignments(draw: st.DrawFn) -> str:
     return f"{target}[{index}] = {number}"
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(number_assignments(), min_size=1, max_size=6), min_size=8, max_size=8))
 def test_a_number_assigned_through_any_index_is_predicted_as_the_device_counts(

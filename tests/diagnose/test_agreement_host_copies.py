@@ -82,6 +82,7 @@ def _program(body: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(programs(), min_size=8, max_size=8))
 def test_reads_of_what_was_moved_to_the_host_are_predicted_as_the_device_counts(

@@ -101,6 +101,7 @@ def _moved_for_a_line_then_copied_back(body: list[str]) -> bool:
     return bool(moves) and "t = t.cpu()" in body[moves[0] + 1 :]
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(

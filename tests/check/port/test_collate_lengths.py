@@ -11,6 +11,7 @@ accelerator, in this process, and compares the values.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,6 +55,7 @@ def program(call: str) -> str:
     )
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=len(CALLS), deadline=None)
 @given(st.sampled_from(sorted(CALLS)))
 def test_lengths_handed_to_the_model_stay_on_the_cpu(form: str) -> None:
@@ -82,6 +84,7 @@ HANDED = {
 }
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=len(LENGTHS) * len(HANDED), deadline=None)
 @given(st.sampled_from(sorted(LENGTHS)), st.sampled_from(sorted(HANDED)))
 def test_lengths_made_as_tensors_stay_on_the_cpu(lengths: str, handed: str) -> None:

@@ -9,6 +9,7 @@ The oracle runs the original on the CPU and the port on the simulated accelerato
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def program(name: str, read: str, loop: str) -> str:
     )
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=6, deadline=None)
 @given(
     st.sampled_from(["batch", "data", "b"]),

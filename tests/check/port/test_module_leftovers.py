@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,7 @@ def _program(init: str, forward: str, before: str = "") -> str:
     return _HEAD + before + _NET.format(init=init, forward=forward) + _USE
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=len(HELPERS), deadline=None)
 @given(st.sampled_from(sorted(HELPERS)))
 def test_a_helper_s_cpu_tensor_in_forward_is_moved_or_said(form: str) -> None:
@@ -95,6 +97,7 @@ def test_a_helper_s_cpu_tensor_in_forward_is_moved_or_said(form: str) -> None:
         assert "offset(4).to(x.device)" in outcome.source, outcome.source
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=len(HELD), deadline=None)
 @given(st.sampled_from(sorted(HELD)))
 def test_modules_in_a_plain_container_are_said(form: str) -> None:

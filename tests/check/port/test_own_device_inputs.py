@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,6 +98,7 @@ cases = st.tuples(
 )
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(cases, min_size=2, max_size=5))
 def test_what_a_network_of_another_module_moves_itself_is_no_value_to_move(

@@ -229,6 +229,7 @@ def _collecting_program(value: str, collect: str, read: str, holder: str) -> str
     )
 
 
+@pytest.mark.slow  # among the default run's slowest: CI's slow leg runs it
 @needs_matplotlib
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
