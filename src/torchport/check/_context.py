@@ -67,6 +67,11 @@ class Context(SourceText):
         self._wildcard = False  # a star import of torch's names: any free name may be torch's
         if facts.stars:
             self._read_stars(facts)
+        # What a `from compat import L` binds to torch's objects through the project's
+        # own modules (id(statement) -> local name -> target; see _read_named)
+        self._named: dict[int, dict[str, str]] = {}
+        if facts.froms:
+            self._read_named(facts)
         # (local name, dotted target) of every import anywhere (the scope pass's import
         # bindings): questions about imports alone need no scope pass
         self.imported = facts.imported
@@ -111,6 +116,33 @@ class Context(SourceText):
                 tails[local] = tail if tails.get(local, tail) == tail else None
                 facts.imported.append((local, target))
                 facts.module_imports.setdefault(local, set()).add(target)
+
+    def _read_named(self, facts: StatementFacts) -> None:
+        """Bind what the file's ``from m import a`` of the project's own modules bind to torch.
+
+        ``compat.py`` doing ``from torch import load as L`` makes ``from compat import L``
+        (``as M``, ``from .compat import L``, through more such modules) bind ``torch.load``
+        here, as ``from torch import load as L`` would: ``port/_star_imports.py`` reads the
+        modules (one resolver for star and named imports). The names join the statements'
+        imports, as a star import's do.
+        """
+        from torchport.check.port._star_imports import torch_bindings
+
+        found = self._named = torch_bindings(self.path, facts.froms)
+        tails = self.import_tails
+        for names in found.values():
+            for local, target in names.items():
+                tail = target.rpartition(".")[2]
+                tails[local] = tail if tails.get(local, tail) == tail else None
+                facts.imported.append((local, target))
+                if local in facts.module_imports:
+                    facts.module_imports[local].add(target)
+
+    @property
+    def has_project_torch(self) -> bool:
+        """Whether a ``from m import a`` of the file binds torch's objects through the
+        project's own module ``m`` (see :meth:`_read_named`)."""
+        return bool(self._named)
 
     @property
     def has_star_imports(self) -> bool:
@@ -318,7 +350,7 @@ class Context(SourceText):
         Only the Context builds a ``ScopeMap`` (held by ``tests/test_claims.py``).
         """
         if self._scope_map is None:
-            self._scope_map = ScopeMap(self.tree, self._stars)
+            self._scope_map = ScopeMap(self.tree, self._stars, self._named)
         return self._scope_map
 
     @property

@@ -23,11 +23,12 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._project import ModuleFacts, ProjectImports
 
-__all__ = ["record_star", "star_bindings", "star_chain"]
+__all__ = ["record_star", "star_bindings", "star_chain", "torch_bindings"]
 
 _DEPTH = 16
-# (real path, the dotted name it was imported by) -> (version, its star import's answer)
-_CACHE: dict[tuple[str, str | None], tuple[tuple[int, int], Exports | None]] = {}
+# (real path, the dotted name it was imported by, every: see star_exports) -> (version, its
+# star import's answer)
+_CACHE: dict[tuple[str, str | None, bool], tuple[tuple[int, int], Exports | None]] = {}
 
 
 def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports | None]:
@@ -36,17 +37,52 @@ def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports |
     A file with no path on disk (a string, stdin) knows only torch's star imports.
     """
     lookups = Lookups()
-    importer: Path | None = None
-    seen: frozenset[str] = frozenset()
+    importer, seen = _importer(path, lookups)
+    return {id(s): _answer(s, importer, lookups, seen) for s in stars}
+
+
+def torch_bindings(path: str, froms: list[ast.ImportFrom]) -> dict[int, dict[str, str]]:
+    """``id(statement)`` -> the names a ``from m import a [as b]`` of the file at ``path``
+    binds to torch's objects through the project's own module ``m`` (``compat.py``: ``from
+    torch import load as L``; ``from compat import L`` binds ``L`` to ``torch.load``), each
+    with its dotted target, through any number of such modules (a cycle is cut). Only the
+    statements that bind one are listed; a file with no path on disk has none."""
+    lookups = Lookups()
+    importer, seen = _importer(path, lookups)
+    if importer is None:
+        return {}
+    found = {id(s): _named(s, importer, lookups, seen) for s in froms}
+    return {key: names for key, names in found.items() if names}
+
+
+def _importer(path: str, lookups: Lookups) -> tuple[Path | None, frozenset[str]]:
     if path and not path.startswith("<"):
         candidate = Path(path)
         try:
             if candidate.is_file():
-                importer = candidate
-                seen = frozenset({lookups.resolved(path)})
+                return candidate, frozenset({lookups.resolved(path)})
         except (OSError, ValueError):
-            importer = None
-    return {id(s): _answer(s, importer, lookups, seen) for s in stars}
+            pass
+    return None, frozenset()
+
+
+def _named(
+    stmt: ast.ImportFrom, importer: Path, lookups: Lookups, seen: frozenset[str]
+) -> dict[str, str] | None:
+    if is_star(stmt) or wildcard_of(stmt) is not None or len(seen) > _DEPTH:
+        return None
+    found = find_module(importer, stmt.module, stmt.level, lookups)
+    if found is None:
+        return None  # not the project's
+    exports = _exports(found, None if stmt.level else stmt.module, lookups, seen, every=True)
+    if exports is None:
+        return None
+    out: dict[str, str] = {}
+    for alias in stmt.names:
+        target = exports[0].get(alias.name)
+        if target is not None and (target == "torch" or target.startswith("torch.")):
+            out[alias.asname or alias.name] = target
+    return out
 
 
 def _answer(
@@ -64,7 +100,7 @@ def _answer(
 
 
 def _exports(
-    path: Path, module: str | None, lookups: Lookups, seen: frozenset[str]
+    path: Path, module: str | None, lookups: Lookups, seen: frozenset[str], *, every: bool = False
 ) -> Exports | None:
     version = lookups.version(path)
     if version is None:
@@ -72,17 +108,23 @@ def _exports(
     key, stamp = version
     if key in seen:
         return None  # a cycle: cut here
-    cached = _CACHE.get((key, module))
+    cached = _CACHE.get((key, module, every))
     if cached is not None and cached[0] == stamp:
         return cached[1]
     tree = parse_file(path)
     if tree is None:
         return None
     inside = seen | {key}
-    answer = star_exports(tree, module, lambda s: _answer(s, path, lookups, inside))
+    answer = star_exports(
+        tree,
+        module,
+        lambda s: _answer(s, path, lookups, inside),
+        lambda s: _named(s, path, lookups, inside),
+        every=every,
+    )
     # (a module in a cycle is cut below itself wherever it is asked from: its answer is
     # the same unknown from any start)
-    _CACHE[(key, module)] = (stamp, answer)
+    _CACHE[(key, module, every)] = (stamp, answer)
     return answer
 
 

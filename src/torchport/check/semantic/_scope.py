@@ -104,8 +104,13 @@ class ScopeMap:
     "names through imports" hand their questions on.
     """
 
-    def __init__(self, tree: ast.Module, stars: dict[int, Exports | None] | None = None) -> None:
-        built = ScopePass(tree, stars)
+    def __init__(
+        self,
+        tree: ast.Module,
+        stars: dict[int, Exports | None] | None = None,
+        named: dict[int, dict[str, str]] | None = None,
+    ) -> None:
+        built = ScopePass(tree, stars, named)
         self.tree = tree
         # What a name nothing binds may mean: torch's, where one star import of torch's
         # names is the module's only star import that is not read from its module.
