@@ -28,6 +28,7 @@ from torchport.check.semantic._module_imports import ModuleImports
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
 from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
+from torchport.check.semantic._star_names import project_target
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -68,9 +69,13 @@ class Context(SourceText):
         if facts.stars:
             self._read_stars(facts)
         # What a `from compat import L` binds to torch's objects through the project's
-        # own modules (id(statement) -> local name -> target; see _read_named)
+        # own modules (id(statement) -> local name -> target), and the names an `import
+        # compat as c` reaches so (module -> name -> target: `c.L`); see _read_named
         self._named: dict[int, dict[str, str]] = {}
-        if facts.froms:
+        self._through: dict[str, dict[str, str]] = {}
+        # attribute -> the last part of its target, for `c.L` (the engine's call dispatch)
+        self.attr_tails: dict[str, str] = {}
+        if facts.froms or facts.plain:
             self._read_named(facts)
         # (local name, dotted target) of every import anywhere (the scope pass's import
         # bindings): questions about imports alone need no scope pass
@@ -122,13 +127,20 @@ class Context(SourceText):
 
         ``compat.py`` doing ``from torch import load as L`` makes ``from compat import L``
         (``as M``, ``from .compat import L``, through more such modules) bind ``torch.load``
-        here, as ``from torch import load as L`` would: ``port/_star_imports.py`` reads the
+        here, as ``from torch import load as L`` would, and ``import compat as c`` makes
+        ``c.L`` mean ``torch.load`` (``qualname``): ``port/_star_imports.py`` reads the
         modules (one resolver for star and named imports). The names join the statements'
         imports, as a star import's do.
         """
         from torchport.check.port._star_imports import torch_bindings
 
-        found = self._named = torch_bindings(self.path, facts.froms)
+        found, self._through = torch_bindings(self.path, facts.froms, facts.plain)
+        self._named = found
+        for names in self._through.values():
+            for attr, target in names.items():
+                tail = target.rpartition(".")[2]
+                if tail != attr:
+                    self.attr_tails[attr] = tail
         tails = self.import_tails
         for names in found.values():
             for local, target in names.items():
@@ -142,7 +154,7 @@ class Context(SourceText):
     def has_project_torch(self) -> bool:
         """Whether a ``from m import a`` of the file binds torch's objects through the
         project's own module ``m`` (see :meth:`_read_named`)."""
-        return bool(self._named)
+        return bool(self._named or self._through)
 
     @property
     def has_star_imports(self) -> bool:
@@ -274,7 +286,8 @@ class Context(SourceText):
             parts.append(expr.attr)
             expr = expr.value
         parts.append(target)
-        return ".".join(reversed(parts))
+        name = ".".join(reversed(parts))
+        return project_target(name, self._through) if self._through else name
 
     def callee(self, call: ast.Call) -> Callee | None:
         """What ``call`` calls through aliases, ``functools.partial`` and ``getattr``, or None.
@@ -350,7 +363,7 @@ class Context(SourceText):
         Only the Context builds a ``ScopeMap`` (held by ``tests/test_claims.py``).
         """
         if self._scope_map is None:
-            self._scope_map = ScopeMap(self.tree, self._stars, self._named)
+            self._scope_map = ScopeMap(self.tree, self._stars, self._named, self._through)
         return self._scope_map
 
     @property

@@ -260,6 +260,7 @@ def _walk(
     by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
     keyword_names = ruleset.call_keywords
     tails = ctx.import_tails  # imported name -> the last part of what it imports
+    attr_tails = ctx.attr_tails  # (see Context._read_named)
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
     scoped = ruleset.scoped
@@ -283,6 +284,8 @@ def _walk(
             callee: Any  # a name, (name, import tail), or None: every call rule
             if func.__class__ is ast.Attribute:
                 callee = func.attr
+                if attr_tails and callee in attr_tails:  # `c.L` of a compat module: torch's `load`
+                    callee = (callee, attr_tails[callee])
             elif func.__class__ is ast.Name:
                 callee = func.id
                 tail = tails.get(callee, callee)  # None: imported as different things

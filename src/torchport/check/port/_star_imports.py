@@ -41,18 +41,32 @@ def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports |
     return {id(s): _answer(s, importer, lookups, seen) for s in stars}
 
 
-def torch_bindings(path: str, froms: list[ast.ImportFrom]) -> dict[int, dict[str, str]]:
-    """``id(statement)`` -> the names a ``from m import a [as b]`` of the file at ``path``
-    binds to torch's objects through the project's own module ``m`` (``compat.py``: ``from
-    torch import load as L``; ``from compat import L`` binds ``L`` to ``torch.load``), each
-    with its dotted target, through any number of such modules (a cycle is cut). Only the
-    statements that bind one are listed; a file with no path on disk has none."""
+def torch_bindings(
+    path: str, froms: list[ast.ImportFrom], plain: list[ast.Import]
+) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
+    """What the file at ``path`` reaches of torch's objects through the project's own modules.
+
+    First, ``id(statement)`` -> the names a ``from m import a [as b]`` of ``froms`` binds
+    to torch's objects through the project's module ``m`` (``compat.py``: ``from torch
+    import load as L``; ``from compat import L`` binds ``L`` to ``torch.load``), each with
+    its dotted target, through any number of such modules (a cycle is cut). Then, for each
+    project module an ``import m [as c]`` of ``plain`` names, its names bound to torch's
+    objects (``{"pkg.compat": {"L": "torch.load"}}``: ``c.L`` is ``torch.load``). Only
+    statements and modules that bind one are listed; a file with no path on disk has none.
+    """
     lookups = Lookups()
     importer, seen = _importer(path, lookups)
     if importer is None:
-        return {}
+        return {}, {}
     found = {id(s): _named(s, importer, lookups, seen) for s in froms}
-    return {key: names for key, names in found.items() if names}
+    through: dict[str, dict[str, str]] = {}
+    for stmt in plain:
+        for alias in stmt.names:
+            if alias.name not in through:
+                names = _module_names(alias.name, 0, importer, lookups, seen)
+                if names:
+                    through[alias.name] = names
+    return {key: names for key, names in found.items() if names}, through
 
 
 def _importer(path: str, lookups: Lookups) -> tuple[Path | None, frozenset[str]]:
@@ -71,18 +85,30 @@ def _named(
 ) -> dict[str, str] | None:
     if is_star(stmt) or wildcard_of(stmt) is not None or len(seen) > _DEPTH:
         return None
-    found = find_module(importer, stmt.module, stmt.level, lookups)
+    names = _module_names(stmt.module, stmt.level, importer, lookups, seen)
+    if not names:
+        return None
+    return {a.asname or a.name: names[a.name] for a in stmt.names if a.name in names}
+
+
+def _module_names(
+    module: str | None, level: int, importer: Path, lookups: Lookups, seen: frozenset[str]
+) -> dict[str, str] | None:
+    """The names the project's module ``module`` binds to torch's objects, with their targets
+    (None: not the project's module, or not known)."""
+    if not level and (module == "torch" or (module or "").startswith("torch.")):
+        return None
+    found = find_module(importer, module, level, lookups)
     if found is None:
         return None  # not the project's
-    exports = _exports(found, None if stmt.level else stmt.module, lookups, seen, every=True)
+    exports = _exports(found, None if level else module, lookups, seen, every=True)
     if exports is None:
         return None
-    out: dict[str, str] = {}
-    for alias in stmt.names:
-        target = exports[0].get(alias.name)
-        if target is not None and (target == "torch" or target.startswith("torch.")):
-            out[alias.asname or alias.name] = target
-    return out
+    return {
+        name: target
+        for name, target in exports[0].items()
+        if target is not None and (target == "torch" or target.startswith("torch."))
+    }
 
 
 def _answer(

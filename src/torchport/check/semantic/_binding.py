@@ -170,6 +170,8 @@ class StatementFacts:
     stars: list[ast.ImportFrom]
     # the other `from m import a` of another module than torch's, anywhere (relative too)
     froms: list[ast.ImportFrom]
+    # the `import m [as c]` of other modules than torch's, anywhere
+    plain: list[ast.Import]
 
 
 _SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
@@ -186,6 +188,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     imported: list[tuple[str, str | None]] = []
     stars: list[ast.ImportFrom] = []
     froms: list[ast.ImportFrom] = []
+    plain: list[ast.Import] = []
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
     pop, extend = todo.pop, todo.extend
     blocks_of = _BLOCKS_OF
@@ -209,6 +212,8 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             elif kind is ast.ImportFrom and stmt.names[0].name != "*":
                 if stmt.level or not _torch_module(stmt.module):  # type: ignore[attr-defined]
                     froms.append(stmt)  # type: ignore[arg-type]
+            elif kind is ast.Import and not all(_torch_module(a.name) for a in stmt.names):
+                plain.append(stmt)  # type: ignore[arg-type]
             for local, target_name in import_bindings(stmt):
                 imported.append((local, target_name))
                 tail = (target_name or local).rpartition(".")[2]
@@ -229,7 +234,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             if block:
                 extend([(item, inside) for item in block])
     return StatementFacts(
-        tails, frozenset(assigned), module_imports, nested, written, imported, stars, froms
+        tails, frozenset(assigned), module_imports, nested, written, imported, stars, froms, plain
     )
 
 

@@ -29,7 +29,15 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["BUILTINS", "Exports", "is_star", "star_exports", "wildcard_of", "wildcard_target"]
+__all__ = [
+    "BUILTINS",
+    "Exports",
+    "is_star",
+    "project_target",
+    "star_exports",
+    "wildcard_of",
+    "wildcard_target",
+]
 
 # (the names a star import binds -> their dotted targets, the wildcards it carries)
 Exports = tuple[dict[str, str | None], tuple[str, ...]]
@@ -62,6 +70,22 @@ def wildcard_of(stmt: ast.ImportFrom) -> str | None:
     if stmt.level or not (module == "torch" or module.startswith("torch.")):
         return None
     return module
+
+
+def project_target(dotted: str, through: dict[str, dict[str, str]]) -> str:
+    """``dotted`` with a project module's name bound to torch's replaced by its target.
+
+    ``through``: project module (``"pkg.compat"``) -> its names bound to torch's objects
+    (``{"L": "torch.load"}``); ``pkg.compat.L`` (``import pkg.compat as c``, ``c.L``) is
+    ``torch.load``, ``pkg.compat.T.zeros`` ``torch.zeros``. Anything else is returned as is.
+    """
+    for module, names in through.items():
+        if dotted.startswith(module) and dotted[len(module) : len(module) + 1] == ".":
+            head, dot, rest = dotted[len(module) + 1 :].partition(".")
+            target = names.get(head)
+            if target is not None:
+                return target + dot + rest
+    return dotted
 
 
 def wildcard_target(prefix: str, name: str) -> str | None:
