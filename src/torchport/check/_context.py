@@ -152,9 +152,15 @@ class Context(SourceText):
 
     @property
     def has_project_torch(self) -> bool:
-        """Whether a ``from m import a`` of the file binds torch's objects through the
-        project's own module ``m`` (see :meth:`_read_named`)."""
-        return bool(self._named or self._through)
+        """Whether an import of the project's own module ``m`` binds torch's objects here
+        (``from m import a``, ``import m``: :meth:`_read_named`; ``from m import *``)."""
+        return bool(self._named or self._through) or any(
+            target == "torch" or target.startswith("torch.")
+            for found in (self._stars or {}).values()
+            if found is not None
+            for target in found[0].values()
+            if target is not None
+        )
 
     @property
     def has_star_imports(self) -> bool:
