@@ -28,7 +28,6 @@ from torchport.check.semantic._module_imports import ModuleImports
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
 from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
-from torchport.check.semantic._star_names import project_target
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -293,7 +292,11 @@ class Context(SourceText):
             expr = expr.value
         parts.append(target)
         name = ".".join(reversed(parts))
-        return project_target(name, self._through) if self._through else name
+        if self._through:
+            from torchport.check.semantic._star_names import project_target
+
+            return project_target(name, self._through)
+        return name
 
     def callee(self, call: ast.Call) -> Callee | None:
         """What ``call`` calls through aliases, ``functools.partial`` and ``getattr``, or None.

@@ -209,11 +209,11 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
                 written[name] = written.get(name, 0) + 1
             if at_module and kind is ast.ImportFrom and stmt.names[0].name == "*":
                 stars.append(stmt)  # type: ignore[arg-type]
-            elif kind is ast.ImportFrom and stmt.names[0].name != "*":
-                if stmt.level or not _torch_module(stmt.module):  # type: ignore[attr-defined]
-                    froms.append(stmt)  # type: ignore[arg-type]
-            elif kind is ast.Import and not all(_torch_module(a.name) for a in stmt.names):
-                plain.append(stmt)  # type: ignore[arg-type]
+            elif isinstance(stmt, ast.ImportFrom):
+                if stmt.names[0].name != "*" and (stmt.level or not _torch_module(stmt.module)):
+                    froms.append(stmt)
+            elif not all(_torch_module(a.name) for a in stmt.names):
+                plain.append(stmt)
             for local, target_name in import_bindings(stmt):
                 imported.append((local, target_name))
                 tail = (target_name or local).rpartition(".")[2]
