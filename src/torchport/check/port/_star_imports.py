@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from torchport.check._syntax import retain_checked
 from torchport.check.port._module_files import Lookups, find_module, module_facts, parse_file
 from torchport.check.semantic import Binding
 from torchport.check.semantic._star_names import Exports, is_star, star_exports, wildcard_of
@@ -58,6 +59,7 @@ def torch_bindings(
     importer, seen = _importer(path, lookups)
     if importer is None:
         return {}, {}
+    retain_checked()  # the modules read here are the tree's: checked ones are not parsed twice
     found = {id(s): _named(s, importer, lookups, seen) for s in froms}
     through: dict[str, dict[str, str]] = {}
     for stmt in plain:
