@@ -112,7 +112,7 @@ KEPT_ON: dict[str, str] = {
         "5e: 0 of 32 sites without it); 309 of 492 judged findings in other code are real "
         "(308 of 407 outside code that needs CUDA anyway), most of the rest correct but of "
         "low value in CUDA-only code the checker does not recognise; held out, sample V "
-        'found 103 of 146 real (library code with overridden `device="cuda"` defaults) '
+        "found 103 of 146 real (library code with overridden `device=\"cuda\"` defaults) "
         "and sample W 82 of 83"
     ),
 }
