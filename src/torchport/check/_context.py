@@ -68,6 +68,15 @@ class Context(SourceText):
         self._wildcard = False  # a star import of torch's names: any free name may be torch's
         if facts.stars:
             self._read_stars(facts)
+        # What a `from compat import L` binds to torch's objects through the project's
+        # own modules (id(statement) -> local name -> target), and the names an `import
+        # compat as c` reaches so (module -> name -> target: `c.L`); see _read_named
+        self._named: dict[int, dict[str, str]] = {}
+        self._through: dict[str, dict[str, str]] = {}
+        # attribute -> the last part of its target, for `c.L` (the engine's call dispatch)
+        self.attr_tails: dict[str, str] = {}
+        if facts.froms or facts.plain:
+            self._read_named(facts)
         # (local name, dotted target) of every import anywhere (the scope pass's import
         # bindings): questions about imports alone need no scope pass
         self.imported = facts.imported
@@ -112,6 +121,46 @@ class Context(SourceText):
                 tails[local] = tail if tails.get(local, tail) == tail else None
                 facts.imported.append((local, target))
                 facts.module_imports.setdefault(local, set()).add(target)
+
+    def _read_named(self, facts: StatementFacts) -> None:
+        """Bind what the file's ``from m import a`` of the project's own modules bind to torch.
+
+        ``compat.py`` doing ``from torch import load as L`` makes ``from compat import L``
+        (``as M``, ``from .compat import L``, through more such modules) bind ``torch.load``
+        here, as ``from torch import load as L`` would, and ``import compat as c`` makes
+        ``c.L`` mean ``torch.load`` (``qualname``): ``port/_star_imports.py`` reads the
+        modules (one resolver for star and named imports). The names join the statements'
+        imports, as a star import's do.
+        """
+        from torchport.check.port._star_imports import torch_bindings
+
+        found, self._through = torch_bindings(self.path, facts.froms, facts.plain)
+        self._named = found
+        for names in self._through.values():
+            for attr, target in names.items():
+                tail = target.rpartition(".")[2]
+                if tail != attr:
+                    self.attr_tails[attr] = tail
+        tails = self.import_tails
+        for names in found.values():
+            for local, target in names.items():
+                tail = target.rpartition(".")[2]
+                tails[local] = tail if tails.get(local, tail) == tail else None
+                facts.imported.append((local, target))
+                if local in facts.module_imports:
+                    facts.module_imports[local].add(target)
+
+    @property
+    def has_project_torch(self) -> bool:
+        """Whether an import of the project's own module ``m`` binds torch's objects here
+        (``from m import a``, ``import m``: :meth:`_read_named`; ``from m import *``)."""
+        return bool(self._named or self._through) or any(
+            target == "torch" or target.startswith("torch.")
+            for found in (self._stars or {}).values()
+            if found is not None
+            for target in found[0].values()
+            if target is not None
+        )
 
     @property
     def has_star_imports(self) -> bool:
@@ -248,7 +297,12 @@ class Context(SourceText):
             parts.append(expr.attr)
             expr = expr.value
         parts.append(target)
-        return ".".join(reversed(parts))
+        name = ".".join(reversed(parts))
+        if self._through:
+            from torchport.check.semantic._star_names import project_target
+
+            return project_target(name, self._through)
+        return name
 
     def callee(self, call: ast.Call) -> Callee | None:
         """What ``call`` calls through aliases, ``functools.partial`` and ``getattr``, or None.
@@ -324,7 +378,7 @@ class Context(SourceText):
         Only the Context builds a ``ScopeMap`` (held by ``tests/test_claims.py``).
         """
         if self._scope_map is None:
-            self._scope_map = ScopeMap(self.tree, self._stars)
+            self._scope_map = ScopeMap(self.tree, self._stars, self._named, self._through)
         return self._scope_map
 
     @property

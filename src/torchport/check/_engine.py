@@ -1,31 +1,29 @@
 """The checker's engine: one parse and one walk per file, rules dispatched by node type.
 
-For every file the engine calls :func:`ast.parse` once and walks the tree once,
-iteratively, children in :func:`ast.iter_child_nodes` order. At each node it
-runs the selected rules registered for the node's exact type (a dispatch table
-built once per rule set), then does what ``ctx.enter(node)`` does (inlined: two
-calls per node were a tenth of the walk), walks the children and does what
-``ctx.leave(node)`` does. Expression contexts (``Load``/``Store``) and operator
-nodes (``Add``, ``Eq`` ...) are not visited unless a rule asks for their type:
-they carry no position and nearly halve the number of nodes. Leaves no rule
-wants (``Name``, most often) are not pushed either: a third of what is left.
+For every file the engine calls :func:`ast.parse` once and walks the tree once, iteratively,
+children in :func:`ast.iter_child_nodes` order. At each node it runs the selected rules registered
+for the node's exact type (a dispatch table built once per rule set), then does what
+``ctx.enter(node)`` does (inlined: two calls per node were a tenth of the walk), walks the
+children and does what ``ctx.leave(node)`` does. Expression contexts (``Load``/``Store``) and
+operator nodes (``Add``, ``Eq`` ...) are not visited unless a rule asks for their type: they carry
+no position and nearly halve the number of nodes. Leaves no rule wants (``Name``, most often) are
+not pushed either: a third of what is left.
 
-Nodes go only to the rules that can care about them: a call ``recv.attr(...)`` by
-``attr`` and a bare ``name(...)`` by what ``name`` imports (its last part, ``load``
-for ``from torch import load as ld``) and by ``name`` itself (``Rule.call_attrs``),
-or by its keywords' names (``Rule.call_keywords``),
-an attribute ``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its value
-(``Rule.constants``); when every rule for constants lists its values, the walk skips
-the other constants like the leaves above.
+Nodes go only to the rules that can care about them: a call ``recv.attr(...)`` by ``attr``
+(``c.L``, a compat module's torch ``load``: ``load`` too) and a bare ``name(...)`` by what
+``name`` imports (its last part, ``load`` for ``from torch import load as ld``) and by ``name``
+itself (``Rule.call_attrs``), or by its keywords' names (``Rule.call_keywords``), an attribute
+``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its value (``Rule.constants``); when
+every rule for constants lists its values, the walk skips the other constants as those leaves.
 
-A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``)
-is not handed the nodes of the others (``_select.context_of``), nor, for a rule that
-names CUDA, those that need CUDA anyway (``_select.default_reports``).
+A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``) is
+not handed the nodes of the others (``_select.context_of``), nor, for a rule that names
+CUDA, those that need CUDA anyway (``_select.default_reports``).
 
-A rule that raises is a bug in torchport, not in the checked code: the engine
-records a :class:`RuleFailure` naming the rule and the file, turns that rule off
-for the rest of the file, and goes on (:func:`check_source` raises instead, so
-that rule tests see the traceback). Applying fixes lives in ``_fix.py``.
+A rule that raises is a bug in torchport, not in the checked code: the engine records a
+:class:`RuleFailure` naming the rule and the file, turns that rule off for the rest of the
+file, and goes on (:func:`check_source` raises instead, so that rule tests see the
+traceback). Applying fixes lives in ``_fix.py``.
 """
 
 from __future__ import annotations
@@ -259,7 +257,7 @@ def _walk(
     fields_of = ruleset.fields_of
     by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
     keyword_names = ruleset.call_keywords
-    tails = ctx.import_tails  # imported name -> the last part of what it imports
+    tails, attr_tails = ctx.import_tails, ctx.attr_tails  # imported name (`c.L`: L) -> its tail
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
     scoped = ruleset.scoped
@@ -283,6 +281,8 @@ def _walk(
             callee: Any  # a name, (name, import tail), or None: every call rule
             if func.__class__ is ast.Attribute:
                 callee = func.attr
+                if attr_tails and callee in attr_tails:  # `c.L`, compat's torch `load`: "load"
+                    callee = (callee, attr_tails[callee])
             elif func.__class__ is ast.Name:
                 callee = func.id
                 tail = tails.get(callee, callee)  # None: imported as different things

@@ -97,8 +97,10 @@ def called(call: ast.Call, ctx: Context, attrs: frozenset[str]) -> str | None:
     """
     func = call.func
     if isinstance(func, ast.Attribute):
-        if func.attr not in attrs:
-            return None
+        if func.attr not in attrs and (
+            not ctx.attr_tails or ctx.attr_tails.get(func.attr) not in attrs
+        ):
+            return None  # (`c.L` of a compat module binding torch's `load`: Context.attr_tails)
     elif not isinstance(func, ast.Name):
         return None
     return ctx.qualname(func)

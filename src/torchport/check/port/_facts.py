@@ -103,8 +103,13 @@ class PortFacts:
         # A file with no torch in it is no PyTorch program: nothing to port there.
         # The project's own modules this file imports (`from model import Net`).
         self.project = project_of(ctx)  # the fix's project view too
-        # (An import of torch spells "torch": a text without it needs no walk.)
-        self.active = ("torch" in ctx.source and _imports_torch(tree)) or bool(self.project)
+        # (An import of torch spells "torch": a text without it needs no walk; torch's names
+        # reached through the project's compat module do not: `from compat import L`.)
+        self.active = (
+            ("torch" in ctx.source and _imports_torch(tree))
+            or bool(self.project)
+            or ctx.has_project_torch
+        )
         self.known = ModelKnowledge([], ctx.qualname)
         self.tensor_functions: set[str] = set()
         # Parents, scopes and their nodes, every name's places, the imports, the moves:

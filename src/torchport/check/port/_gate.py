@@ -8,8 +8,10 @@ nothing to report; it never stops one with something.
 
 Where it is false, the file holds neither ``torch`` nor ``numpy`` as a word the parse
 could make (:func:`~torchport.check._prefilter.may_hold`: escapes, split constants and
-non-ASCII identifiers keep the file), no star import, and its project view
-(:func:`~torchport.check.port._project_view.project_of`) holds nothing at all. Then:
+non-ASCII identifiers keep the file), no star import, no name bound to torch's through the
+project's own modules (``from compat import L``: ``Context.has_project_torch``), and its
+project view (:func:`~torchport.check.port._project_view.project_of`) holds nothing at all.
+Then:
 
 * no name resolves to ``torch.*`` (``Context.qualname`` resolves only what an import binds,
   or any name after a star import of torch's): TP301 (``torch.load``), TP505
@@ -50,6 +52,7 @@ def may_report(ctx: Context) -> bool:
         may_hold(source, "torch")
         or may_hold(source, "numpy")
         or ctx.has_star_imports
+        or ctx.has_project_torch
         or not _empty(project)
     )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from torchport.check._syntax import retain_checked
 from torchport.check.port._module_files import Lookups, find_module, module_facts, parse_file
 from torchport.check.semantic import Binding
 from torchport.check.semantic._star_names import Exports, is_star, star_exports, wildcard_of
@@ -23,11 +24,12 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._project import ModuleFacts, ProjectImports
 
-__all__ = ["record_star", "star_bindings", "star_chain"]
+__all__ = ["record_star", "star_bindings", "star_chain", "torch_bindings"]
 
 _DEPTH = 16
-# (real path, the dotted name it was imported by) -> (version, its star import's answer)
-_CACHE: dict[tuple[str, str | None], tuple[tuple[int, int], Exports | None]] = {}
+# (real path, the dotted name it was imported by, every: see star_exports) -> (version, its
+# star import's answer)
+_CACHE: dict[tuple[str, str | None, bool], tuple[tuple[int, int], Exports | None]] = {}
 
 
 def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports | None]:
@@ -36,17 +38,79 @@ def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports |
     A file with no path on disk (a string, stdin) knows only torch's star imports.
     """
     lookups = Lookups()
-    importer: Path | None = None
-    seen: frozenset[str] = frozenset()
+    importer, seen = _importer(path, lookups)
+    return {id(s): _answer(s, importer, lookups, seen) for s in stars}
+
+
+def torch_bindings(
+    path: str, froms: list[ast.ImportFrom], plain: list[ast.Import]
+) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
+    """What the file at ``path`` reaches of torch's objects through the project's own modules.
+
+    First, ``id(statement)`` -> the names a ``from m import a [as b]`` of ``froms`` binds
+    to torch's objects through the project's module ``m`` (``compat.py``: ``from torch
+    import load as L``; ``from compat import L`` binds ``L`` to ``torch.load``), each with
+    its dotted target, through any number of such modules (a cycle is cut). Then, for each
+    project module an ``import m [as c]`` of ``plain`` names, its names bound to torch's
+    objects (``{"pkg.compat": {"L": "torch.load"}}``: ``c.L`` is ``torch.load``). Only
+    statements and modules that bind one are listed; a file with no path on disk has none.
+    """
+    lookups = Lookups()
+    importer, seen = _importer(path, lookups)
+    if importer is None:
+        return {}, {}
+    retain_checked()  # the modules read here are the tree's: checked ones are not parsed twice
+    found = {id(s): _named(s, importer, lookups, seen) for s in froms}
+    through: dict[str, dict[str, str]] = {}
+    for stmt in plain:
+        for alias in stmt.names:
+            if alias.name not in through:
+                names = _module_names(alias.name, 0, importer, lookups, seen)
+                if names:
+                    through[alias.name] = names
+    return {key: names for key, names in found.items() if names}, through
+
+
+def _importer(path: str, lookups: Lookups) -> tuple[Path | None, frozenset[str]]:
     if path and not path.startswith("<"):
         candidate = Path(path)
         try:
             if candidate.is_file():
-                importer = candidate
-                seen = frozenset({lookups.resolved(path)})
+                return candidate, frozenset({lookups.resolved(path)})
         except (OSError, ValueError):
-            importer = None
-    return {id(s): _answer(s, importer, lookups, seen) for s in stars}
+            pass
+    return None, frozenset()
+
+
+def _named(
+    stmt: ast.ImportFrom, importer: Path, lookups: Lookups, seen: frozenset[str]
+) -> dict[str, str] | None:
+    if is_star(stmt) or wildcard_of(stmt) is not None or len(seen) > _DEPTH:
+        return None
+    names = _module_names(stmt.module, stmt.level, importer, lookups, seen)
+    if not names:
+        return None
+    return {a.asname or a.name: names[a.name] for a in stmt.names if a.name in names}
+
+
+def _module_names(
+    module: str | None, level: int, importer: Path, lookups: Lookups, seen: frozenset[str]
+) -> dict[str, str] | None:
+    """The names the project's module ``module`` binds to torch's objects, with their targets
+    (None: not the project's module, or not known)."""
+    if not level and (module == "torch" or (module or "").startswith("torch.")):
+        return None
+    found = find_module(importer, module, level, lookups)
+    if found is None:
+        return None  # not the project's
+    exports = _exports(found, None if level else module, lookups, seen, every=True)
+    if exports is None:
+        return None
+    return {
+        name: target
+        for name, target in exports[0].items()
+        if target is not None and (target == "torch" or target.startswith("torch."))
+    }
 
 
 def _answer(
@@ -64,7 +128,7 @@ def _answer(
 
 
 def _exports(
-    path: Path, module: str | None, lookups: Lookups, seen: frozenset[str]
+    path: Path, module: str | None, lookups: Lookups, seen: frozenset[str], *, every: bool = False
 ) -> Exports | None:
     version = lookups.version(path)
     if version is None:
@@ -72,17 +136,23 @@ def _exports(
     key, stamp = version
     if key in seen:
         return None  # a cycle: cut here
-    cached = _CACHE.get((key, module))
+    cached = _CACHE.get((key, module, every))
     if cached is not None and cached[0] == stamp:
         return cached[1]
     tree = parse_file(path)
     if tree is None:
         return None
     inside = seen | {key}
-    answer = star_exports(tree, module, lambda s: _answer(s, path, lookups, inside))
+    answer = star_exports(
+        tree,
+        module,
+        lambda s: _answer(s, path, lookups, inside),
+        lambda s: _named(s, path, lookups, inside),
+        every=every,
+    )
     # (a module in a cycle is cut below itself wherever it is asked from: its answer is
     # the same unknown from any start)
-    _CACHE[(key, module)] = (stamp, answer)
+    _CACHE[(key, module, every)] = (stamp, answer)
     return answer
 
 

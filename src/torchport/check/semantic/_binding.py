@@ -168,6 +168,10 @@ class StatementFacts:
     imported: list[tuple[str, str | None]]
     # the module-level star imports (`from m import *`, also under `if`/`try` there)
     stars: list[ast.ImportFrom]
+    # the other `from m import a` of another module than torch's, anywhere (relative too)
+    froms: list[ast.ImportFrom]
+    # the `import m [as c]` of other modules than torch's, anywhere
+    plain: list[ast.Import]
 
 
 _SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
@@ -183,6 +187,8 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     written: dict[str, int] = {}
     imported: list[tuple[str, str | None]] = []
     stars: list[ast.ImportFrom] = []
+    froms: list[ast.ImportFrom] = []
+    plain: list[ast.Import] = []
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
     pop, extend = todo.pop, todo.extend
     blocks_of = _BLOCKS_OF
@@ -203,6 +209,11 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
                 written[name] = written.get(name, 0) + 1
             if at_module and kind is ast.ImportFrom and stmt.names[0].name == "*":
                 stars.append(stmt)  # type: ignore[arg-type]
+            elif isinstance(stmt, ast.ImportFrom):
+                if stmt.names[0].name != "*" and (stmt.level or not _torch_module(stmt.module)):
+                    froms.append(stmt)
+            elif not all(_torch_module(a.name) for a in stmt.names):
+                plain.append(stmt)
             for local, target_name in import_bindings(stmt):
                 imported.append((local, target_name))
                 tail = (target_name or local).rpartition(".")[2]
@@ -223,8 +234,12 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             if block:
                 extend([(item, inside) for item in block])
     return StatementFacts(
-        tails, frozenset(assigned), module_imports, nested, written, imported, stars
+        tails, frozenset(assigned), module_imports, nested, written, imported, stars, froms, plain
     )
+
+
+def _torch_module(module: str | None) -> bool:
+    return module is not None and (module == "torch" or module.startswith("torch."))
 
 
 def written_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:

@@ -73,9 +73,17 @@ class Resolver:
     this object); ``flow`` answers which binding reaches a read.
     """
 
-    def __init__(self, scopes: ScopeQuestions, flow: FlowAnalysis) -> None:
+    def __init__(
+        self,
+        scopes: ScopeQuestions,
+        flow: FlowAnalysis,
+        through: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         self._scopes = scopes
         self._flow = flow
+        # project module -> its names bound to torch's (`c.L` after `import compat as c`:
+        # `torch.load`; semantic/_star_names.project_target)
+        self._through = through or {}
 
     # ------------------------------------------------------------ imports
 
@@ -137,7 +145,12 @@ class Resolver:
         if base is None:
             return None
         parts.append(base)
-        return ".".join(reversed(parts))
+        name = ".".join(reversed(parts))
+        if self._through:
+            from torchport.check.semantic._star_names import project_target
+
+            return project_target(name, self._through)
+        return name
 
     def is_torch_call(self, call: ast.Call) -> bool:
         """Whether ``call`` calls something of the torch package (``torch.*``), by its imports."""

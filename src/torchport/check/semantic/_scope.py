@@ -104,8 +104,14 @@ class ScopeMap:
     "names through imports" hand their questions on.
     """
 
-    def __init__(self, tree: ast.Module, stars: dict[int, Exports | None] | None = None) -> None:
-        built = ScopePass(tree, stars)
+    def __init__(
+        self,
+        tree: ast.Module,
+        stars: dict[int, Exports | None] | None = None,
+        named: dict[int, dict[str, str]] | None = None,
+        through: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        built = ScopePass(tree, stars, named)
         self.tree = tree
         # What a name nothing binds may mean: torch's, where one star import of torch's
         # names is the module's only star import that is not read from its module.
@@ -123,7 +129,7 @@ class ScopeMap:
         # and its passes over those trees cost a check about 8% of its time.
         asked = weakref.proxy(self)
         self.flow = FlowAnalysis(asked, built.parent, built.positions)
-        self.resolver = Resolver(asked, self.flow)
+        self.resolver = Resolver(asked, self.flow, through)
         # Answers worked out on first use (see nodes_of, loads_of, reads_of,
         # _global_bindings, module_reads and _torch_names).
         self._index: dict[type[ast.AST], list[ast.AST]] | None = None

@@ -69,11 +69,19 @@ def _fields_of(cls: type[ast.AST]) -> tuple[tuple[tuple[str, bool], ...], bool]:
 class ScopePass:
     """What one walk of ``tree`` records (read the attributes; the walk runs on creation)."""
 
-    def __init__(self, tree: ast.Module, stars: dict[int, Exports | None] | None = None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        stars: dict[int, Exports | None] | None = None,
+        named: dict[int, dict[str, str]] | None = None,
+    ) -> None:
         self.tree = tree
         # id(star import) -> the names it binds and their targets (None: not known): a
         # resolved one binds each name as an import of its target (semantic/_star_names.py)
         self.stars = stars or {}
+        # id(`from m import a`) -> the names it binds to torch's objects through the
+        # project's module m, with their targets (Context._read_named)
+        self.named = named or {}
         self.module = Scope(ScopeKind.MODULE, tree, None)
         self.scopes: dict[int, Scope] = {id(tree): self.module}
         self.parent: dict[int, ast.AST] = {}
@@ -209,7 +217,10 @@ class ScopePass:
                 for local, target in given[0].items() if given is not None else ():
                     scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
                 return
+            named = self.named.get(id(node))
             for local, target in import_bindings(node):
+                if named is not None:
+                    target = named.get(local, target)
                 scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
             return
         if kind is ast.Global or kind is ast.Nonlocal:

@@ -29,7 +29,15 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["BUILTINS", "Exports", "is_star", "star_exports", "wildcard_of", "wildcard_target"]
+__all__ = [
+    "BUILTINS",
+    "Exports",
+    "is_star",
+    "project_target",
+    "star_exports",
+    "wildcard_of",
+    "wildcard_target",
+]
 
 # (the names a star import binds -> their dotted targets, the wildcards it carries)
 Exports = tuple[dict[str, str | None], tuple[str, ...]]
@@ -64,6 +72,22 @@ def wildcard_of(stmt: ast.ImportFrom) -> str | None:
     return module
 
 
+def project_target(dotted: str, through: dict[str, dict[str, str]]) -> str:
+    """``dotted`` with a project module's name bound to torch's replaced by its target.
+
+    ``through``: project module (``"pkg.compat"``) -> its names bound to torch's objects
+    (``{"L": "torch.load"}``); ``pkg.compat.L`` (``import pkg.compat as c``, ``c.L``) is
+    ``torch.load``, ``pkg.compat.T.zeros`` ``torch.zeros``. Anything else is returned as is.
+    """
+    for module, names in through.items():
+        if dotted.startswith(module) and dotted[len(module) : len(module) + 1] == ".":
+            head, dot, rest = dotted[len(module) + 1 :].partition(".")
+            target = names.get(head)
+            if target is not None:
+                return target + dot + rest
+    return dotted
+
+
 def wildcard_target(prefix: str, name: str) -> str | None:
     """What ``name`` means where a wildcard ``prefix`` alone may bind it (None: unknown)."""
     if name in BUILTINS or name.startswith("_"):
@@ -74,14 +98,24 @@ def wildcard_target(prefix: str, name: str) -> str | None:
 
 
 def star_exports(
-    tree: ast.Module, module: str | None, inner: Callable[[ast.ImportFrom], Exports | None]
+    tree: ast.Module,
+    module: str | None,
+    inner: Callable[[ast.ImportFrom], Exports | None],
+    named: Callable[[ast.ImportFrom], dict[str, str] | None] | None = None,
+    *,
+    every: bool = False,
 ) -> Exports | None:
     """What ``from <module> import *`` binds, the module's syntax being ``tree``.
 
     ``module``: its absolute dotted name (None: reached by a relative import; what it
     defines itself then has no known dotted target). ``inner``: the answer for each of
     its own star imports. None: not known (a computed ``__all__``, or an unknown star
-    import and no ``__all__`` to say which names it gave).
+    import and no ``__all__`` to say which names it gave). ``named``: the targets a
+    ``from m import a`` of the module binds where they are known to be torch's though the
+    statement names another module (a project's compat module re-exporting them).
+    ``every``: what ``from <module> import name`` binds instead, for every name the module
+    binds, public or not, ``__all__`` aside (a name an unknown star import may have rebound:
+    None; one it may have bound: absent).
     """
     bound: dict[str, str | None] = {}
     wildcards: list[str] = []
@@ -120,8 +154,9 @@ def star_exports(
                 wildcards.extend(w for w in got[1] if w not in wildcards)
             continue
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            given = named(stmt) if named is not None and isinstance(stmt, ast.ImportFrom) else None
             for name, target in import_bindings(stmt):
-                bind(name, target, nested)
+                bind(name, given.get(name, target) if given else target, nested)
             continue
         if _names_all(stmt):
             public = _all_of(stmt, public)
@@ -145,6 +180,8 @@ def star_exports(
     for name in maybe:
         if name in bound and (len(targets[name]) > 1 or name not in sure):
             bound[name] = None  # bound on some paths only, or one way on some, another on others
+    if every:
+        return bound, ()
     if public is not None:
         lone = wildcards[0] if len(wildcards) == 1 and known else None
         return {
