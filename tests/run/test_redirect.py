@@ -226,6 +226,7 @@ def test_gpu_checkpoints_load_on_the_target(
 
 
 _NCCL_CHILD = """
+import gc
 import sys
 import torch
 import torch.distributed as dist
@@ -241,16 +242,22 @@ with tp.redirect("cpu"):
         ddp(torch.ones(2, 4, device="cuda")).sum().backward()
         grads = all(p.grad is not None and p.grad.device.type == "cpu" for p in model.parameters())
     finally:
+        ddp = None  # its reducer's gloo work ends with the group, not in the interpreter's exit
+        gc.collect()
         dist.destroy_process_group()
 print(backend, grads)
 """
+# gloo's worker thread now and then aborts the process as it exits, after the work is done
+# (test_ddp_example.py): that abort, after the child printed its answer, is run once more.
+_EXIT_ABORT = "terminate called without an active exception"
 
 
 def test_nccl_becomes_gloo_and_ddp_drops_device_ids(tmp_path: Path) -> None:
     # A process group is process-wide state (and init_process_group installs a "[rank0]:"
     # sys.excepthook that outlives it), so the group lives in a child of its own. Gloo's
     # in-process start once hung past the test limit on torch 2.6 late in a long run (not
-    # reproduced alone): a child that hangs is killed and run once more.
+    # reproduced alone): a child that hangs is killed and run once more, as is one that
+    # aborted at exit after its answer (_EXIT_ABORT).
     for attempt in range(2):
         store = tmp_path / f"store{attempt}"
         try:
@@ -260,10 +267,13 @@ def test_nccl_becomes_gloo_and_ddp_drops_device_ids(tmp_path: Path) -> None:
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             continue
+        answered = done.stdout.split() == ["gloo", "True"]
+        if done.returncode != 0 and answered and _EXIT_ABORT in done.stderr and attempt == 0:
+            continue
         assert done.returncode == 0, done.stderr[-3000:]
-        assert done.stdout.split() == ["gloo", "True"], done.stdout + done.stderr[-3000:]
+        assert answered, done.stdout + done.stderr[-3000:]
         return
-    pytest.fail("the child's gloo process group hung twice (120 s each)")
+    pytest.fail("the child's gloo process group hung twice (120 s each), or hung then aborted")
 
 
 def _real_cuda(make: Callable[[], torch.Tensor]) -> str:
