@@ -146,13 +146,17 @@ def still(reads: dict[str, list[object] | None], since: int) -> bool:
         elif not all(_same_in_span(store, p, s) for p, s in reads.items()):
             return False
     if _NOTED:  # the innermost record (the outer ones get it when it ends: recorded)
-        inner = _NOTED[-1]
-        if inner:
-            for path, seen in reads.items():
-                inner.setdefault(path, seen)
-        else:
-            inner.update(reads)
+        _take_new(_NOTED[-1], reads)
     return True
+
+
+def _take_new(into: dict[str, list[object] | None], reads: dict[str, list[object] | None]) -> None:
+    """Add to a record what ``reads`` saw that it lacks, keeping its first-noted states."""
+    if into:
+        for path, seen in reads.items():
+            into.setdefault(path, seen)
+    else:
+        into.update(reads)
 
 
 def _same_in_span(store: dict[str, Any], path: str, then: list[object] | None) -> bool:
@@ -198,9 +202,4 @@ def recorded() -> Iterator[dict[str, list[object] | None]]:
     finally:
         inner = _NOTED.pop()
         if _NOTED:
-            outer = _NOTED[-1]
-            if outer:
-                for path, seen in inner.items():
-                    outer.setdefault(path, seen)
-            else:
-                outer.update(inner)
+            _take_new(_NOTED[-1], inner)

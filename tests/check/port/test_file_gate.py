@@ -159,18 +159,8 @@ def _projects(draw: st.DrawFn) -> dict[str, str]:
 
 
 def _port_copy(files: dict[str, str], where: Path, on: bool) -> tuple[list[str], list[str]]:
-    where.mkdir()
-    for name, text in files.items():
-        (where / name).write_text(text, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _with_gate(on, monkeypatch)
-        result = port_paths([str(where)], diff=True, jobs=1)
-    prefix = str(where)
-    diffs = [f.diff.replace(prefix, "<tree>") for f in result.changed]
-    left = [
-        f"{f.path.replace(prefix, '<tree>')}:{f.line}:{f.col} {f.code} {f.message}"
-        for f in result.remaining
-    ]
+    encoded = {name: text.encode("utf-8") for name, text in files.items()}
+    diffs, left, _errors = _port_tree(encoded, where, on)
     return diffs, left
 
 
@@ -272,6 +262,15 @@ def _stored(kind: str, text: str) -> tuple[str, bytes]:
 
 
 def _port_bytes(files: dict[str, bytes], where: Path, on: bool) -> tuple[list[str], list[str]]:
+    diffs, left, errors = _port_tree(files, where, on)
+    return diffs, left + errors
+
+
+def _port_tree(
+    files: dict[str, bytes], where: Path, on: bool
+) -> tuple[list[str], list[str], list[str]]:
+    """Port a tree written from ``files`` with the gate on or off: the diffs, the findings
+    left and the errors, with the tree's folder spelled ``<tree>``."""
     where.mkdir()
     for name, data in files.items():
         (where / name).write_bytes(data)
@@ -284,7 +283,7 @@ def _port_bytes(files: dict[str, bytes], where: Path, on: bool) -> tuple[list[st
         f"{f.path.replace(prefix, '<tree>')}:{f.line}:{f.col} {f.code} {f.message}"
         for f in result.remaining
     ]
-    return diffs, left + [str(e).replace(prefix, "<tree>") for e in result.errors]
+    return diffs, left, [str(e).replace(prefix, "<tree>") for e in result.errors]
 
 
 @settings(
