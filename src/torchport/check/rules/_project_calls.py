@@ -138,16 +138,17 @@ def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
 def _decide(
     root: str, path: str, name: str, param: str, position: int | None, by_keyword: bool
 ) -> bool:
-    texts = remembered(_SEEN, ("texts", root), lambda: _texts(root))
-    if not isinstance(texts, tuple):
-        return False
     stem = os.path.splitext(os.path.basename(path))[0]
     if stem == "__init__":
         return False  # a package's own names: imported by the package's name
-    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
-    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
     if _installed_module(os.path.dirname(path), root):
         return False  # importable once installed: code outside the repository may call it
+    # (both asked before the repository is read: neither answer depends on its texts)
+    texts = remembered(_SEEN, ("texts", root), lambda: _texts(root))
+    if not isinstance(texts, tuple):
+        return False
+    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
+    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
     needle, module_needle = name.encode(), stem.encode()
     calls, own = 0, False
     for file, data in texts:
