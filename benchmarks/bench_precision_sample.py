@@ -207,8 +207,41 @@ def _read(sample: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def _beside(sample: Path, suffix: str) -> Path:
+    """A file recorded beside a sample: precision_sample_x.csv -> precision_sample_x{suffix}."""
+    return sample.with_name(sample.stem + suffix)
+
+
+def _record(
+    sample: Path, drawn: list[Key], picked: list[Key], found: list[Key], seed: int, repos: Path
+) -> None:
+    """Write the drawn order (the CSV's 0-based data rows in the order the seeded draw
+    returned them) and the population drawn from beside the sample."""
+    row = {key: i for i, key in enumerate(picked)}
+    head = (
+        f"# the drawn order: the 0-based data rows of {sample.name} in the order\n"
+        f"# random.Random({seed}).sample(findings, {len(drawn)}) returned them (the CSV is "
+        "sorted, as --draw writes it);\n# rows are judged in this order, so a judged prefix "
+        "is a uniform random sample.\n"
+    )
+    order = _beside(sample, "_order.txt")
+    order.write_text(head + "".join(f"{row[key]}\n" for key in drawn))
+    about = f"every default-on finding (repo, path, line, code) on {repos.name}, the population "
+    about += f"{sample.name} was drawn from"
+    population = _beside(sample, "_population.json")
+    population.write_text(json.dumps({"about": about, "default": found}, indent=0) + "\n")
+    print(f"drawn order in {order}, population ({len(found)}) in {population}")
+
+
 def draw(
-    mirror: Path, n: int, seed: int, repos: Path, sample: Path, skip: list[Path], codes: list[str]
+    mirror: Path,
+    n: int,
+    seed: int,
+    repos: Path,
+    sample: Path,
+    skip: list[Path],
+    codes: list[str],
+    record: bool = False,
 ) -> None:
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
@@ -228,7 +261,10 @@ def draw(
             picked += rng.sample(of_rule, min(caps[code], len(of_rule)))
         picked.sort()
     else:
-        picked = sorted(rng.sample(found, min(n, len(found))))
+        drawn = rng.sample(found, min(n, len(found)))
+        picked = sorted(drawn)
+        if record:
+            _record(sample, drawn, picked, found, seed, repos)
     commits = _commits(repos)
     with sample.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, FIELDS)
@@ -243,7 +279,16 @@ def draw(
 
 
 def score(mirror: Path, repos: Path, sample: Path) -> None:
+    """The sample's verdicts per rule among the rows still reported, with the Wilson 95%
+    lower bound; where the draw's population was recorded beside the sample
+    (``--record``), every finding reported now that it lacks is listed, to be judged."""
     now = set(default_findings(mirror, repos))
+    population = _beside(sample, "_population.json")
+    if population.exists():
+        before = {tuple(k) for k in json.loads(population.read_text())["default"]}
+        for key in sorted(now - before):
+            print(f"  NEW, NOT JUDGED (not in {population.name}): {key}")
+        print(f"{len(now)} reported now, {len(before)} in the population, {len(now - before)} new")
     rows = _read(sample)
     per_rule: dict[str, Counter[str]] = {}
     total: Counter[str] = Counter()
@@ -254,16 +299,20 @@ def score(mirror: Path, repos: Path, sample: Path) -> None:
             print(f"  real finding no longer reported: {key}")
         per_rule.setdefault(row["code"], Counter())[verdict] += 1
         total[verdict] += 1
-    print("rule   real  low  noise  gone  real share of reported")
+    print("rule   real  low  noise  gone  real share of reported  Wilson low")
     for code in sorted(per_rule):
         c = per_rule[code]
         reported = c["real"] + c["low"] + c["noise"]
         share = f"{c['real'] / reported:.0%}" if reported else "-"
-        print(f"{code}  {c['real']:5} {c['low']:4} {c['noise']:6} {c['gone']:5}  {share}")
+        print(
+            f"{code}  {c['real']:5} {c['low']:4} {c['noise']:6} {c['gone']:5}  {share:>22}  "
+            f"{_wilson_low(c['real'], reported):.3f}"
+        )
     reported = total["real"] + total["low"] + total["noise"]
     print(
         f"all    {total['real']:5} {total['low']:4} {total['noise']:6} {total['gone']:5}  "
-        f"{total['real']}/{reported} = {total['real'] / max(reported, 1):.0%}"
+        f"{total['real']}/{reported} = {total['real'] / max(reported, 1):.0%}  "
+        f"{_wilson_low(total['real'], reported):.3f}"
     )
 
 
@@ -454,6 +503,12 @@ def main() -> int:
         help="draw only these rules' findings; CODE=N draws up to N of that rule's findings "
         "(each rule apart, in code order, from one seeded generator)",
     )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="with a uniform --draw: write the drawn order (SAMPLE_order.txt) and the population "
+        "drawn from (SAMPLE_population.json) beside the sample; --score then lists what is new",
+    )
     parser.add_argument("--score", action="store_true")
     parser.add_argument(
         "--pool", type=Path, nargs="*", help="pool these judged samples per rule, as judged"
@@ -479,7 +534,16 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.draw:
-        draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip, args.codes)
+        draw(
+            args.mirror,
+            args.draw,
+            args.seed,
+            args.repos,
+            args.sample,
+            args.skip,
+            args.codes,
+            args.record,
+        )
     if args.pool:
         pool(args.mirror, args.pool, args.now)
     if args.scope:
