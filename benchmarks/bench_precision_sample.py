@@ -102,7 +102,18 @@ repositories (``precision_sample_v_off.csv``), seed 53 on 12 more
 uniform draw, 100 findings, main's rules at 63a8ab9, held out, 20 more new repositories;
 ``precision_sample_w_order.txt`` is its drawn order): ``--repos
 benchmarks/data/precision_repos_round5w.json --sample benchmarks/data/precision_sample_w.csv
---seed 55 --draw 100``. ``--pool SAMPLE...`` pools
+--seed 55 --draw 100``. The twenty-fourth (the same uniform draw, 100 findings, main's rules at
+7baa01b, held out, 30 more new repositories; ``--record`` wrote its drawn order
+``precision_sample_x_order.txt`` and the population drawn from
+``precision_sample_x_population.json`` beside it, and reproduces W's two files from W's
+manifest with main 63a8ab9's rules): ``--repos benchmarks/data/precision_repos_round5x.json
+--sample benchmarks/data/precision_sample_x.csv --seed 56 --draw 100 --record``; re-score it
+with another ``src`` by ``PYTHONPATH=SRC python benchmarks/bench_precision_sample.py --score
+--repos benchmarks/data/precision_repos_round5x.json --sample
+benchmarks/data/precision_sample_x.csv`` (after fetching the repositories into ``--mirror``):
+per rule real / low / noise / gone with the Wilson 95% lower bound, every real row gone, and
+every finding reported now that the recorded population lacks (``NEW, NOT JUDGED``).
+``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code, benchmark code or the rest, as the checker tells them), whether its rule,
