@@ -26,7 +26,10 @@ class CudaManualSeed(Rule):
     Not reported after `torch.manual_seed(...)` ran, in the same function (or at the
     top level), earlier in the same block or before a statement that holds the call
     (such as `if torch.cuda.is_available():`), however far above: every device is
-    seeded already, the CUDA call is a leftover that does no harm.
+    seeded already, the CUDA call is a leftover that does no harm. Nor where such a
+    call follows it in the same function on every path that goes on from it (no
+    `return`, `raise`, `break`, `continue` or `yield` between, no `while` around it):
+    the seeding function ends with every device seeded.
 
     ## Fix safety
     `torch.manual_seed` also reseeds the CPU generator at that point; if CPU
@@ -49,6 +52,11 @@ class CudaManualSeed(Rule):
         "    if torch.cuda.is_available():\n        torch.cuda.manual_seed_all(s)\n",
         "import torch\n\ntorch.manual_seed(1)\n" + "x = 1\n" * 6 + "if ngpu:\n"
         "    net.cuda()\n    torch.cuda.manual_seed(1)\n",
+        # seeded after, on every path on (LightGCN's `utils.set_seed`, sample X)
+        "import torch\n\ndef set_seed(s):\n    np.random.seed(s)\n"
+        "    if torch.cuda.is_available():\n        torch.cuda.manual_seed(s)\n"
+        "        torch.cuda.manual_seed_all(s)\n    torch.manual_seed(s)\n",
+        "import torch\n\nfor s in seeds:\n    torch.cuda.manual_seed(s)\ntorch.manual_seed(0)\n",
     )
     invalid = (
         Example(
@@ -65,12 +73,22 @@ class CudaManualSeed(Rule):
             fixed="import torch\n\ndef cpu(s):\n    torch.manual_seed(s)\n    def gpu(s):\n"
             "        torch.manual_seed(s)\n",
         ),
+        Example(  # seeded after, but not on the path that returns first
+            "import torch\n\ndef seed(s):\n    if cuda:\n        torch.cuda.manual_seed(s)\n"
+            "        return\n    torch.manual_seed(s)\n",
+            fixed="import torch\n\ndef seed(s):\n    if cuda:\n        torch.manual_seed(s)\n"
+            "        return\n    torch.manual_seed(s)\n",
+        ),
+        Example(  # a loop that may never end: what follows it may never run
+            "import torch\n\nwhile True:\n    torch.cuda.manual_seed(0)\ntorch.manual_seed(0)\n",
+            fixed="import torch\n\nwhile True:\n    torch.manual_seed(0)\ntorch.manual_seed(0)\n",
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if called(node, ctx, _TAILS) not in _SEEDS or _seeded_before(ctx):
-            return  # `torch.manual_seed(s)` before already seeds every device
+        if called(node, ctx, _TAILS) not in _SEEDS or _seeded_around(ctx):
+            return  # `torch.manual_seed(s)` before or after seeds every device
         if cuda_is_the_subject(node, ctx):
             return  # a test of the CUDA generator, or gated on CUDA (`_test_code`)
         torch = ctx.torch_at(node)
@@ -85,6 +103,42 @@ _RESEEDS = (
     "also reseeds the CPU generator: CPU random numbers drawn after this line "
     "(initial weights, shuffling, dropout on the CPU) change"
 )
+
+
+def _seeded_around(ctx: Context) -> bool:
+    """Whether every device is seeded before this call, or on every path on from it."""
+    return _seeded_before(ctx) or _seeded_after(ctx)
+
+
+def _seeds_every_device(stmt: ast.stmt, ctx: Context) -> bool:
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed"
+
+
+_LEAVES = (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)
+
+
+def _seeded_after(ctx: Context) -> bool:
+    """Whether a statement after this one, in its block or in a block around it in the same
+    function, seeds every device, with nothing between that can leave the path (a
+    ``return``, ``raise``, ``break``, ``continue`` or ``yield``, a ``while`` loop around the
+    call). LightGCN's ``utils.set_seed`` seeds CUDA under ``if torch.cuda.is_available():``
+    and then calls ``torch.manual_seed(seed)`` (sample X, judged noise)."""
+    for stmt in reversed(ctx.ancestors):
+        if isinstance(stmt, (*_SCOPES, ast.While)):
+            return False  # another scope, or a loop that may never end
+        if not isinstance(stmt, ast.stmt):
+            continue
+        where = ctx.scopes.statement_position(stmt)
+        if where is None:
+            return False
+        block, index = where
+        for after in block[index + 1 :]:
+            if _seeds_every_device(after, ctx):
+                return True
+            if any(isinstance(node, _LEAVES) for node in ast.walk(after)):
+                return False
+    return False
 
 
 def _seeded_before(ctx: Context) -> bool:
@@ -104,10 +158,8 @@ def _seeded_before(ctx: Context) -> bool:
         if where is None:
             continue
         block, index = where
-        for before in block[:index]:
-            value = before.value if isinstance(before, ast.Expr) else None
-            if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed":
-                return True
+        if any(_seeds_every_device(before, ctx) for before in block[:index]):
+            return True
     return False
 
 
