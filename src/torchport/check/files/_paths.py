@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from torchport.check._records import field, record
+from torchport.check._records import field, record, replace
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._config import Config
 from torchport.check.files._config_search import ConfigResolver
@@ -252,7 +252,9 @@ def _cached_check(
     ``cache`` when that names a folder), keyed on its rules and settings.
     """
     if not cache or run.stdin is not None:
-        return _map(check_chunk, chunked(run), run.jobs, progress), 0
+        # (no report's reads are kept: none are recorded)
+        chunks = [replace(c, reads=False) for c in chunked(run)]
+        return _map(check_chunk, chunks, run.jobs, progress), 0
     # here: a run with no cache (`--no-cache`, stdin) never loads it (start-up)
     from torchport.check.files._cache import CheckCache, cache_folder
 

@@ -123,6 +123,9 @@ class Chunk:
     # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
     stdin: str | bytes | None = None
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
+    # Whether each report keeps what its file's check read (``Report.reads``, for the check
+    # cache: _listing.recorded); a run without the cache records nothing for it.
+    reads: bool = True
 
 
 @record()
@@ -379,7 +382,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
             continue
         try:
             rules = _ruleset(chunk.rules, ignored, chunk.scoped)
-            with recorded() as report.reads:
+            with recorded() if chunk.reads else contextlib.nullcontext({}) as report.reads:
                 outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
