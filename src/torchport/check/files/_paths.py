@@ -134,10 +134,14 @@ def _die_with_parent(parent: int) -> None:
 
     Ctrl-C reaches every process of the terminal's group; the parent alone answers it
     (it ends the workers), so a worker ignores it rather than print its own traceback.
+    The worker's cyclic collector runs between its chunks whatever the parent's was doing
+    when it forked (the ``torchport`` program pauses its own for the whole run).
     """
+    import gc
     import signal
     import threading
 
+    gc.enable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
