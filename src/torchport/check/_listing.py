@@ -228,8 +228,11 @@ def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> 
 
 
 @contextmanager
-def recorded() -> Iterator[dict[str, list[object] | None]]:
+def recorded(keep: bool = True) -> Iterator[dict[str, list[object] | None]]:
     """Within: each :func:`note` fills the dict given (path -> state when first noted).
+
+    ``keep=False``: nothing is recorded (an empty dict given; a record already open gets
+    the notes, as without this one): for a reader that keeps no record.
 
     Records nest: a note goes to the innermost record, which hands what it holds on to the
     record enclosing it when it ends (the paths that lacks, in the order first noted):
@@ -237,6 +240,9 @@ def recorded() -> Iterator[dict[str, list[object] | None]]:
     path noted many times deep in a question (every cached module fact notes what it read)
     is copied once per level, not once per note and level.
     """
+    if not keep:
+        yield {}
+        return
     _NOTED.append({})
     try:
         yield _NOTED[-1]

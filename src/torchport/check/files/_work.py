@@ -379,7 +379,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
             continue
         try:
             rules = _ruleset(chunk.rules, ignored, chunk.scoped)
-            with recorded() if chunk.reads else contextlib.nullcontext({}) as report.reads:
+            with recorded(chunk.reads) as report.reads:
                 outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
