@@ -36,6 +36,8 @@ __all__ = [
     "held",
     "listed_once",
     "note",
+    "real_file",
+    "real_path",
     "recorded",
     "remembered",
     "same",
@@ -126,6 +128,45 @@ def note(path: str | os.PathLike[str]) -> None:
             inner[key] = state(key)
 
 
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)``: inside a span, :func:`real_file`'s where it answers."""
+    found = real_file(path)
+    return os.path.realpath(path) if found is None else found
+
+
+def real_file(path: str) -> str | None:
+    """Inside a span, the real path of ``path`` when it names something that is no symbolic
+    link: its folder's real path (worked out once a span) joined with its name, which is
+    what ``os.path.realpath`` and ``Path.resolve`` give there. None outside a span, and
+    for a link, a missing file or a name ``os.path.realpath`` treats apart.
+
+    One ``lstat`` per path and span, not one per folder of the path and ask (every reader
+    of a file asks it: the parser's kept trees, the module lookups, the CUDA projects)."""
+    store = held()
+    if store is None:
+        return None
+    files: dict[str, str | None] = store.setdefault("listing.real_files", {})
+    try:
+        return files[path]
+    except KeyError:
+        pass
+    found = None
+    folder, name = os.path.split(path)
+    if name not in ("", ".", ".."):
+        try:
+            plain = not stat_mode.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            plain = False  # missing or unreadable: os.path.realpath's own walk decides
+        if plain:  # (found through its folder: the folder's links resolve, no loop)
+            folders: dict[str, str] = store.setdefault("listing.real_folders", {})
+            real = folders.get(folder)
+            if real is None:
+                real = folders[folder] = os.path.realpath(folder)
+            found = os.path.join(real, name)
+    files[path] = found
+    return found
+
+
 def span() -> int:
     """Which outermost :func:`listed_once` span this is (-1: outside one)."""
     return _SPANS[0] if _SPAN else -1
@@ -187,8 +228,11 @@ def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> 
 
 
 @contextmanager
-def recorded() -> Iterator[dict[str, list[object] | None]]:
+def recorded(keep: bool = True) -> Iterator[dict[str, list[object] | None]]:
     """Within: each :func:`note` fills the dict given (path -> state when first noted).
+
+    ``keep=False``: nothing is recorded (an empty dict given; a record already open gets
+    the notes, as without this one): for a reader that keeps no record.
 
     Records nest: a note goes to the innermost record, which hands what it holds on to the
     record enclosing it when it ends (the paths that lacks, in the order first noted):
@@ -196,6 +240,9 @@ def recorded() -> Iterator[dict[str, list[object] | None]]:
     path noted many times deep in a question (every cached module fact notes what it read)
     is copied once per level, not once per note and level.
     """
+    if not keep:
+        yield {}
+        return
     _NOTED.append({})
     try:
         yield _NOTED[-1]

@@ -11,11 +11,11 @@ syntax of a newer Python, says which Python that is and what to do.
 from __future__ import annotations
 
 import ast
-import os
 import re
 import sys
 from collections import OrderedDict
 
+from torchport.check._listing import real_path
 from torchport.check._patterns import lazy_pattern
 
 __all__ = [
@@ -111,7 +111,7 @@ def keep_parsed(path: str, source: str, tree: ast.Module, scopes: object | None)
     ``tree`` must be ``ast.parse(source)`` unchanged, and ``scopes`` built on it
     from the tree alone: whoever takes them gets what its own parse would have made.
     """
-    key = os.path.realpath(path)
+    key = real_path(path)
     _KEPT[key] = (source, tree, scopes)
     _KEPT.move_to_end(key)
     while len(_KEPT) > _KEPT_MAX:
@@ -139,7 +139,7 @@ def keep_checked(path: str, source: str, tree: ast.Module) -> None:
     later :func:`parsed_module` of the same file and text (a project view's)."""
     if not _checked[0] or len(source) > _CHECKED_CHARS // 4:
         return  # no project view yet; or one large file, that would push out many
-    key = os.path.realpath(path)
+    key = real_path(path)
     old = _CHECKED.pop(key, None)
     if old is not None:
         _checked[1] -= len(old[0])
@@ -160,7 +160,7 @@ def parsed_module(path: str, source: str) -> ast.Module:
     Raises:
         SyntaxError, ValueError: ``source`` does not parse (as ``ast.parse``).
     """
-    key = os.path.realpath(path)
+    key = real_path(path)
     for store in (_KEPT, _CHECKED):
         kept = store.get(key)
         if kept is not None and kept[0] == source:
@@ -190,7 +190,7 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module:
     """
     _ADOPT.clear()
     if _KEPT and not path.startswith("<"):
-        kept = _KEPT.pop(os.path.realpath(path), None)
+        kept = _KEPT.pop(real_path(path), None)
         if kept is not None and kept[0] == source:
             if kept[2] is not None:
                 _ADOPT.append((kept[1], kept[2]))

@@ -74,10 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if program_check:
         exit_now(code)
         # The usual exit runs after all: hand it back what the start-up froze
-        # (check._imports_kept), or the teardown would neither free nor finalize it.
+        # (check._imports_kept), or the teardown would neither free nor finalize it; and
+        # resume the collector the check left paused for the exit (check._run).
         import gc
 
         gc.unfreeze()
+        if check.PAUSED:
+            gc.enable()
     return code
 
 

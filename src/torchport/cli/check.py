@@ -84,6 +84,7 @@ def register(sub: Any) -> None:
 
 
 AS_PROGRAM = False  # set by cli/_main.main for the program's own check (no argv)
+PAUSED: list[bool] = []  # the program's check left the collector paused for the exit (_run)
 
 
 @contextlib.contextmanager
@@ -131,6 +132,13 @@ def _run(args: argparse.Namespace) -> int:
         from torchport.check import check_paths, render, render_statistics
 
     paths, stdin, _ = run_paths(args)
+    if AS_PROGRAM and gc.isenabled():
+        # The process ends after this check (cli/_main.exit_now). The run pauses the cyclic
+        # collector while it checks (files/_work.no_cycle_scans); resumed, its first scan
+        # went over everything the run still held (every kept tree and answer: ~0.16 s on
+        # a 300-file tree) to free almost nothing the exit does not. So it stays paused.
+        gc.disable()
+        PAUSED.append(True)
     with report_stream(args, sys.stdout) as (out, colour):
         progress = ProgressLine("Checking", args)
         try:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from torchport.check._records import field, record
+from torchport.check._records import field, record, replace
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._config import Config
 from torchport.check.files._config_search import ConfigResolver
@@ -134,10 +134,14 @@ def _die_with_parent(parent: int) -> None:
 
     Ctrl-C reaches every process of the terminal's group; the parent alone answers it
     (it ends the workers), so a worker ignores it rather than print its own traceback.
+    The worker's cyclic collector runs between its chunks whatever the parent's was doing
+    when it forked (the ``torchport`` program pauses its own for the whole run).
     """
+    import gc
     import signal
     import threading
 
+    gc.enable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -252,7 +256,9 @@ def _cached_check(
     ``cache`` when that names a folder), keyed on its rules and settings.
     """
     if not cache or run.stdin is not None:
-        return _map(check_chunk, chunked(run), run.jobs, progress), 0
+        # (no report's reads are kept: none are recorded)
+        chunks = [replace(c, reads=False) for c in chunked(run)]
+        return _map(check_chunk, chunks, run.jobs, progress), 0
     # here: a run with no cache (`--no-cache`, stdin) never loads it (start-up)
     from torchport.check.files._cache import CheckCache, cache_folder
 

@@ -123,6 +123,7 @@ class Chunk:
     # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
     stdin: str | bytes | None = None
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
+    reads: bool = True  # record each file's reads (Report.reads: the check cache's) or not
 
 
 @record()
@@ -344,11 +345,10 @@ def _skip_broken_cells(doc: _Doc, path: str, report: Report) -> None:
 def no_cycle_scans() -> Iterator[None]:
     """Pause the cyclic garbage collector for a chunk; it resumes, as it was, after.
 
-    Each file builds and drops a syntax tree: hundreds of thousands of container
-    objects that reference counting frees by itself. The collector would scan
-    them again and again (about a seventh of a check's time on real code, 1,800
-    collections for 176,000 lines). Trees hold no cycles; the few a file leaves
-    (a scope map's scopes) wait for the collector's next run after the chunk.
+    Each file builds and drops a syntax tree: hundreds of thousands of container objects
+    that reference counting frees by itself. The collector would scan them again and again
+    (about a seventh of a check's time on real code, 1,800 collections for 176,000 lines).
+    Trees hold no cycles; the few a file leaves (a scope map's scopes) wait for its next run.
     A run of several chunks in this process pauses it once for all of them
     (``_paths._map``): what a port keeps from chunk to chunk (the siblings'
     trees parsed ahead) is then not scanned again at every chunk's end.
@@ -379,7 +379,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
             continue
         try:
             rules = _ruleset(chunk.rules, ignored, chunk.scoped)
-            with recorded() as report.reads:
+            with recorded(chunk.reads) as report.reads:
                 outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))

@@ -78,7 +78,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check._listing import note, remembered
+from torchport.check._listing import note, real_file, remembered
 from torchport.check._patterns import lazy_pattern
 
 __all__ = [
@@ -171,7 +171,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
         return {}
     built: frozenset[str] = frozenset()
     if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
-        built = cuda_extensions(Path(ctx.path).resolve().parent)
+        built = cuda_extensions(_folder_of(ctx.path))
     if not apex and not any(_package(n) or n.split(".")[0] in built for n in indented):
         return {}
     found: dict[int, int] = {}
@@ -257,7 +257,7 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
         return False
     if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
         return False
-    built = cuda_extensions(Path(ctx.path).resolve().parent)
+    built = cuda_extensions(_folder_of(ctx.path))
     return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
 
 
@@ -288,6 +288,12 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
         orelse = [n for s in stmt.orelse for n in _sure_imports(s) if n[1] and _package(n[0])]
         return body + orelse if body and orelse else []
     return []
+
+
+def _folder_of(path: str) -> Path:
+    """``Path(path).resolve().parent`` (one ``lstat`` a file in a span: ``real_file``)."""
+    found = real_file(path)
+    return Path(path).resolve().parent if found is None else Path(found).parent
 
 
 def _compiles(ctx: Context) -> bool:
