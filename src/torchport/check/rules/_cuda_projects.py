@@ -98,6 +98,10 @@ CUDA_PACKAGES = frozenset(
     {
         *("mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"),
         *("amp_C", "auto_gptq", "tensorrt", "gsplat"),
+        # SageMaker's distributed data and model parallel libraries: NCCL on NVIDIA GPU
+        # instances only (sample V's vendored transformers, `smp.local_rank()` then
+        # `torch.device("cuda", local_rank)`)
+        "smdistributed",
     }
 )
 # apex's parts built on its CUDA kernels (fused optimizers and norms, ``apex.contrib``), not
@@ -167,12 +171,17 @@ def _blocks(ctx: Context) -> dict[int, int]:
     Once per file, walked only when the source names a candidate at all."""
     indented = _INDENTED_IMPORT.findall(ctx.source)
     apex = _may_call_apex(ctx)
-    if not indented and not apex:
+    package = any(name in ctx.source for name in _CALLED_PACKAGES)
+    if not indented and not apex and not package:
         return {}
     built: frozenset[str] = frozenset()
     if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
         built = cuda_extensions(Path(ctx.path).resolve().parent)
-    if not apex and not any(_package(n) or n.split(".")[0] in built for n in indented):
+    if (
+        not apex
+        and not package
+        and not any(_package(n) or n.split(".")[0] in built for n in indented)
+    ):
         return {}
     found: dict[int, int] = {}
     for holder in ast.walk(ctx.tree):
@@ -188,7 +197,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
                     imports
                     and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
                     and _imports_cuda(ctx, _sure_imports(stmt))
-                ) or (apex and _calls_apex_cuda(ctx, stmt)):
+                ) or ((apex or package) and _calls_apex_cuda(ctx, stmt, packages=package)):
                     found[id(block)] = index
                     break
     return found
@@ -228,10 +237,13 @@ _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorE
              ast.BoolOp)  # fmt: skip
 
 
-def _calls_apex_cuda(ctx: Context, stmt: ast.stmt) -> bool:
+def _calls_apex_cuda(ctx: Context, stmt: ast.stmt, *, packages: bool = False) -> bool:
     """``stmt`` is an expression, an assignment or a ``return`` whose value calls one of
     :data:`APEX_CUDA_CALLS` (``model, opt = amp.initialize(model, opt)``, ``model =
-    DDP(model)``), outside any lambda, comprehension, ``x if c else y`` or ``and``/``or``."""
+    DDP(model)``), or with ``packages`` a function of a CUDA-only package (``local_rank =
+    smp.local_rank()``, ``smp`` imported from ``smdistributed`` however guarded: the call
+    ran, so the import did; a sign for a block, never for the file), outside any lambda,
+    comprehension, ``x if c else y`` or ``and``/``or``."""
     if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)):
         return False
     if stmt.value is None:
@@ -241,8 +253,10 @@ def _calls_apex_cuda(ctx: Context, stmt: ast.stmt) -> bool:
         node = todo.pop()
         if isinstance(node, _DEFERRED):
             continue  # runs later, or only on one side of a choice
-        if isinstance(node, ast.Call) and ctx.qualname(node.func) in APEX_CUDA_CALLS:
-            return True
+        if isinstance(node, ast.Call):
+            called = ctx.qualname(node.func)
+            if called in APEX_CUDA_CALLS or (packages and called and _of_package(called)):
+                return True
         todo.extend(ast.iter_child_nodes(node))
     return False
 
@@ -259,6 +273,22 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
         return False
     built = cuda_extensions(Path(ctx.path).resolve().parent)
     return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
+
+
+# the packages whose functions' calls are a sign for their block (the source named first)
+_CALLED_PACKAGES = (*sorted(CUDA_PACKAGES), *sorted(_KERNEL_LIBRARIES), "apex")
+
+
+def _of_package(called: str) -> bool:
+    """``called`` (a qualified name) is a function of a CUDA-only package or kernel library,
+    or of apex's kernel parts; not of a top-level ``*_cuda`` extension, which counts where
+    imported (:func:`_package`)."""
+    parts = called.split(".")[:-1]
+    if not parts:
+        return False
+    if parts[0] in CUDA_PACKAGES or parts[0] in _KERNEL_LIBRARIES:
+        return True
+    return parts[0] == "apex" and len(parts) > 1 and parts[1] in _APEX_KERNELS
 
 
 def _package(name: str) -> bool:
