@@ -171,7 +171,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
     Once per file, walked only when the source names a candidate at all."""
     indented = _INDENTED_IMPORT.findall(ctx.source)
     apex = _may_call_apex(ctx)
-    package = any(name in ctx.source for name in _CALLED_PACKAGES)
+    package = _CALLED_IMPORT.search(ctx.source) is not None
     if not indented and not apex and not package:
         return {}
     built: frozenset[str] = frozenset()
@@ -275,8 +275,12 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
     return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
 
 
-# the packages whose functions' calls are a sign for their block (the source named first)
+# the packages whose functions' calls are a sign for their block: a call resolves to one only
+# through an import line naming it (a cheap look before the walk; `import a, \` lines aside)
 _CALLED_PACKAGES = (*sorted(CUDA_PACKAGES), *sorted(_KERNEL_LIBRARIES), "apex")
+_CALLED_IMPORT = lazy_pattern(
+    r"^[ \t]*(?:import|from)[ \t][^\n]*\b(?:" + "|".join(_CALLED_PACKAGES) + r")\b", re.MULTILINE
+)
 
 
 def _of_package(called: str) -> bool:
