@@ -47,7 +47,12 @@ succeeded. Vendored apex sets its ``amp_C`` overflow buffer so (``if
 multi_tensor_applier.available: import amp_C`` then ``torch.cuda.IntTensor([0])``; sample U's
 TP104 rows). A block's statement calling apex's CUDA-only entry (``if args.fp16: model, opt =
 amp.initialize(model, opt)``) is such a sign for the statements after it in that block: they
-run only once the call succeeded, on CUDA. An import or call after the line, in another
+run only once the call succeeded, on CUDA. So is a statement calling a function of a CUDA-only
+package or kernel library (or of apex's kernel parts) however its import is guarded: the call
+ran, so the import did (sample V's vendored ``TrainingArguments``: ``smdistributed`` imported
+under a module-level ``if``, then ``local_rank = smp.local_rank()`` and ``torch.device("cuda",
+local_rank)`` in one arm; issue 34, branch v34l). Only for a block: such a call is no sign for
+the file. An import or call after the line, in another
 function, or in a ``try`` the line is not in (the ``except`` arm, the code after it) is no
 such sign.
 
