@@ -22,7 +22,11 @@ benchmarks/data/precision_rejudge_tp101_order.txt, drawn before any was judged).
 ``--score`` recomputes every sampled finding with the current rules and prints the
 share of ``real`` per rule and overall among the rows still reported (a row the
 rules no longer report is counted apart as ``gone``; a ``real`` row gone is a recall
-loss and is listed).
+loss and is listed), then the findings reported now that the sample did not draw: of its
+population (``precision_sample_X_population.json``, where kept) and new to it, each listed
+as ``NEW, NOT JUDGED``. Held-out samples V, U and W are re-scored so with a tree's rules on
+``PYTHONPATH``: ``--repos benchmarks/data/precision_repos_round5v.json --sample
+benchmarks/data/precision_sample_v.csv --score`` (``u``, ``w`` likewise).
 
 Run: ``.venv/bin/python benchmarks/bench_precision_sample.py --draw 100 --seed 34``
 then ``.venv/bin/python benchmarks/bench_precision_sample.py --score``. The second
@@ -264,7 +268,28 @@ def score(mirror: Path, repos: Path, sample: Path) -> None:
     print(
         f"all    {total['real']:5} {total['low']:4} {total['noise']:6} {total['gone']:5}  "
         f"{total['real']}/{reported} = {total['real'] / max(reported, 1):.0%}"
+        f" (Wilson low {_wilson_low(total['real'], reported):.3f})"
     )
+    _beside_the_draw(sample, now, rows)
+
+
+def _beside_the_draw(sample: Path, now: set[Key], rows: list[dict[str, str]]) -> None:
+    """Findings reported now that the sample did not draw: those of the population it was drawn
+    from (``precision_sample_X_population.json``'s ``default``, where kept), and those new to it,
+    never judged (listed: a rule change that reports more must have them judged)."""
+    drawn = {(r["repo"], r["path"], int(r["line"]), r["code"]) for r in rows}
+    kept = sample.with_name(f"{sample.stem}_population.json")
+    if not kept.exists():
+        print(f"{len(now)} findings now; {len(now - drawn)} not drawn (no population kept)")
+        return
+    population = {tuple(k) for k in json.loads(kept.read_text())["default"]}
+    new = sorted(k for k in now if k not in population)
+    print(
+        f"{len(now)} findings now; {len(now & population - drawn)} of the population not drawn; "
+        f"{len(new)} new to it, not judged: {dict(Counter(k[3] for k in new))}"
+    )
+    for key in new:
+        print(f"  NEW, NOT JUDGED: {key}")
 
 
 def _wilson_low(real: int, n: int, z: float = 1.96) -> float:
