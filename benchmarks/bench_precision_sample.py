@@ -22,7 +22,11 @@ benchmarks/data/precision_rejudge_tp101_order.txt, drawn before any was judged).
 ``--score`` recomputes every sampled finding with the current rules and prints the
 share of ``real`` per rule and overall among the rows still reported (a row the
 rules no longer report is counted apart as ``gone``; a ``real`` row gone is a recall
-loss and is listed).
+loss and is listed), after the findings reported now that the draw's recorded population
+(``precision_sample_X_population.json``, where kept) lacks, each listed as ``NEW, NOT
+JUDGED``. Held-out samples V, U and W are re-scored so with a tree's rules on
+``PYTHONPATH``: ``--repos benchmarks/data/precision_repos_round5v.json --sample
+benchmarks/data/precision_sample_v.csv --score`` (``u``, ``w`` likewise).
 
 Run: ``.venv/bin/python benchmarks/bench_precision_sample.py --draw 100 --seed 34``
 then ``.venv/bin/python benchmarks/bench_precision_sample.py --score``. The second

@@ -47,7 +47,12 @@ succeeded. Vendored apex sets its ``amp_C`` overflow buffer so (``if
 multi_tensor_applier.available: import amp_C`` then ``torch.cuda.IntTensor([0])``; sample U's
 TP104 rows). A block's statement calling apex's CUDA-only entry (``if args.fp16: model, opt =
 amp.initialize(model, opt)``) is such a sign for the statements after it in that block: they
-run only once the call succeeded, on CUDA. An import or call after the line, in another
+run only once the call succeeded, on CUDA. So is a statement calling a function of a CUDA-only
+package or kernel library (or of apex's kernel parts) however its import is guarded: the call
+ran, so the import did (sample V's vendored ``TrainingArguments``: ``smdistributed`` imported
+under a module-level ``if``, then ``local_rank = smp.local_rank()`` and ``torch.device("cuda",
+local_rank)`` in one arm; issue 34, branch v34l). Only for a block: such a call is no sign for
+the file. An import or call after the line, in another
 function, or in a ``try`` the line is not in (the ``except`` arm, the code after it) is no
 such sign.
 
@@ -98,6 +103,10 @@ CUDA_PACKAGES = frozenset(
     {
         *("mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"),
         *("amp_C", "auto_gptq", "tensorrt", "gsplat"),
+        # SageMaker's distributed data and model parallel libraries: NCCL on NVIDIA GPU
+        # instances only (sample V's vendored transformers, `smp.local_rank()` then
+        # `torch.device("cuda", local_rank)`)
+        "smdistributed",
     }
 )
 # apex's parts built on its CUDA kernels (fused optimizers and norms, ``apex.contrib``), not
@@ -167,12 +176,17 @@ def _blocks(ctx: Context) -> dict[int, int]:
     Once per file, walked only when the source names a candidate at all."""
     indented = _INDENTED_IMPORT.findall(ctx.source)
     apex = _may_call_apex(ctx)
-    if not indented and not apex:
+    package = _CALLED_IMPORT.search(ctx.source) is not None
+    if not indented and not apex and not package:
         return {}
     built: frozenset[str] = frozenset()
     if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
         built = cuda_extensions(_folder_of(ctx.path))
-    if not apex and not any(_package(n) or n.split(".")[0] in built for n in indented):
+    if (
+        not apex
+        and not package
+        and not any(_package(n) or n.split(".")[0] in built for n in indented)
+    ):
         return {}
     found: dict[int, int] = {}
     for holder in ast.walk(ctx.tree):
@@ -188,7 +202,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
                     imports
                     and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
                     and _imports_cuda(ctx, _sure_imports(stmt))
-                ) or (apex and _calls_apex_cuda(ctx, stmt)):
+                ) or ((apex or package) and _calls_apex_cuda(ctx, stmt, packages=package)):
                     found[id(block)] = index
                     break
     return found
@@ -228,10 +242,13 @@ _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorE
              ast.BoolOp)  # fmt: skip
 
 
-def _calls_apex_cuda(ctx: Context, stmt: ast.stmt) -> bool:
+def _calls_apex_cuda(ctx: Context, stmt: ast.stmt, *, packages: bool = False) -> bool:
     """``stmt`` is an expression, an assignment or a ``return`` whose value calls one of
     :data:`APEX_CUDA_CALLS` (``model, opt = amp.initialize(model, opt)``, ``model =
-    DDP(model)``), outside any lambda, comprehension, ``x if c else y`` or ``and``/``or``."""
+    DDP(model)``), or with ``packages`` a function of a CUDA-only package (``local_rank =
+    smp.local_rank()``, ``smp`` imported from ``smdistributed`` however guarded: the call
+    ran, so the import did; a sign for a block, never for the file), outside any lambda,
+    comprehension, ``x if c else y`` or ``and``/``or``."""
     if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)):
         return False
     if stmt.value is None:
@@ -241,8 +258,10 @@ def _calls_apex_cuda(ctx: Context, stmt: ast.stmt) -> bool:
         node = todo.pop()
         if isinstance(node, _DEFERRED):
             continue  # runs later, or only on one side of a choice
-        if isinstance(node, ast.Call) and ctx.qualname(node.func) in APEX_CUDA_CALLS:
-            return True
+        if isinstance(node, ast.Call):
+            called = ctx.qualname(node.func)
+            if called in APEX_CUDA_CALLS or (packages and called and _of_package(called)):
+                return True
         todo.extend(ast.iter_child_nodes(node))
     return False
 
@@ -259,6 +278,26 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
         return False
     built = cuda_extensions(_folder_of(ctx.path))
     return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
+
+
+# the packages whose functions' calls are a sign for their block: a call resolves to one only
+# through an import line naming it (a cheap look before the walk; `import a, \` lines aside)
+_CALLED_PACKAGES = (*sorted(CUDA_PACKAGES), *sorted(_KERNEL_LIBRARIES), "apex")
+_CALLED_IMPORT = lazy_pattern(
+    r"^[ \t]*(?:import|from)[ \t][^\n]*\b(?:" + "|".join(_CALLED_PACKAGES) + r")\b", re.MULTILINE
+)
+
+
+def _of_package(called: str) -> bool:
+    """``called`` (a qualified name) is a function of a CUDA-only package or kernel library,
+    or of apex's kernel parts; not of a top-level ``*_cuda`` extension, which counts where
+    imported (:func:`_package`)."""
+    parts = called.split(".")[:-1]
+    if not parts:
+        return False
+    if parts[0] in CUDA_PACKAGES or parts[0] in _KERNEL_LIBRARIES:
+        return True
+    return parts[0] == "apex" and len(parts) > 1 and parts[1] in _APEX_KERNELS
 
 
 def _package(name: str) -> bool:
