@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["Lookups", "find_module", "module_facts", "module_in", "parse_file"]
+__all__ = ["Lookups", "find_module", "module_facts", "module_in", "parse_file", "top_package"]
 
 # folder -> (its mtime, the names of its regular files, the names of its folders)
 _LISTINGS: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
@@ -191,6 +191,18 @@ def _root(folder: str, lookups: Lookups | None) -> str:
     except KeyError:
         found = lookups.roots[folder] = _root_of(folder, lookups)
         return found
+
+
+def top_package(path: str, lookups: Lookups | None) -> str | None:
+    """The ``__init__.py`` of the outermost package holding the module at ``path`` (a
+    package's own ``__init__.py`` included): what Python runs first, whichever of the
+    package's modules is imported. None for a module in no package."""
+    folder = os.path.dirname(path)
+    if "__init__.py" not in _entries(folder, lookups)[0]:
+        return None
+    root = _root(folder, lookups)
+    inner = os.path.relpath(folder, root).split(os.sep)[0]
+    return os.path.join(root, inner, "__init__.py")
 
 
 def _root_of(folder: str, lookups: Lookups | None) -> str:

@@ -28,14 +28,14 @@ folder: beside the importing file, then at the root above its packages
 (the first folder up without an ``__init__.py``); relative imports from the
 importing file's package. Each module's facts are computed once per process and
 file version (path, size, mtime), from syntax only: nothing is imported, and
-nothing here imports torch. A file with no path on disk (stdin, a string) has
-no project.
+nothing here imports torch; a package's from its ``__init__`` (:func:`module_facts`).
+A file with no path on disk (stdin, a string) has no project.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -45,7 +45,8 @@ from torchport.check._listing import recorded, span, still
 from torchport.check._match import dotted_parts
 from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
 from torchport.check.port._models import ModelKnowledge
-from torchport.check.port._module_files import Lookups
+from torchport.check.port._module_facts import KINDS, NOT_GIVEN, ModuleFacts
+from torchport.check.port._module_files import Lookups, top_package
 from torchport.check.port._module_functions import (
     builds,
     converted_inputs,
@@ -66,65 +67,9 @@ from torchport.check.port._script_path import find_on_script_path
 from torchport.check.port._star_imports import record_star, star_chain
 from torchport.check.semantic import Binding, BindingKind
 
-__all__ = [
-    "ModuleFacts",
-    "ProjectImports",
-    "module_facts",
-    "project_imports",
-]
+__all__ = ["KINDS", "ModuleFacts", "ProjectImports", "module_facts", "project_imports"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-@dataclass(frozen=True, slots=True)
-class ModuleFacts:
-    """What one project module defines that the port needs (see the module docstring)."""
-
-    path: str
-    classes: frozenset[str] = frozenset()
-    factories: frozenset[str] = frozenset()
-    tensor_functions: frozenset[str] = frozenset()
-    tensors: frozenset[str] = frozenset()
-    devices: frozenset[str] = frozenset()
-    plain_classes: frozenset[str] = frozenset()  # module-level classes that are no models
-    cpu_functions: frozenset[str] = frozenset()  # functions making CPU tensors (or numpy reads)
-    view_functions: frozenset[str] = frozenset()  # returns only views of their parameters
-    # each view function's viewed parameters: (function, ((position or -1, name), ...))
-    views: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()
-    # model classes whose forward makes its own tensor of an input: (class, (position, ...))
-    converted: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # whose device methods its classes, instances and re-exports have (_project_owners.py)
-    owners: tuple[tuple[str, Owned], ...] = ()
-    defined: frozenset[str] = frozenset()  # the names it binds itself (no star imports)
-    # :attr:`owned`, made on first use (asked for every name a file imports from the module)
-    _owned: dict[str, Owned] | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def owned(self) -> Mapping[str, Owned]:
-        """:attr:`owners` as a mapping (one, made on first use: read it, never change it)."""
-        if self._owned is None:
-            object.__setattr__(self, "_owned", dict(self.owners))  # (a cache: frozen fields)
-        return self._owned  # type: ignore[return-value]
-
-    def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
-        """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
-        return tuple((kind, getattr(self, attr)) for kind, attr in KINDS)
-
-
-# Each kind of name a project module defines, and the field holding it in ModuleFacts and
-# ProjectImports alike: everything that copies or reads them goes through this list.
-KINDS = (
-    ("class", "classes"),
-    ("factory", "factories"),
-    ("tensor_function", "tensor_functions"),
-    ("tensor", "tensors"),
-    ("device", "devices"),
-    ("plain_class", "plain_classes"),
-    ("cpu_function", "cpu_functions"),
-    ("view_function", "view_functions"),
-)
-# Kinds that are no torch the importing file gets: a plain class, a function it only calls.
-_NOT_GIVEN = frozenset({"plain_class", "cpu_function", "view_function"})
 
 
 @dataclass(slots=True)
@@ -237,13 +182,13 @@ class ProjectImports:
         itself or through an imported module (a plain class alone, or a module defining
         nothing torch, as a TensorFlow sibling, does not make a file without torch a
         PyTorch program)."""
-        if any(names for kind, names in self._kinds() if kind not in _NOT_GIVEN):
+        if any(names for kind, names in self._kinds() if kind not in NOT_GIVEN):
             return True
         return any(
             names
             for facts in self.modules.values()
             for kind, names in facts.kinds()
-            if kind not in _NOT_GIVEN
+            if kind not in NOT_GIVEN
         )
 
 
@@ -256,6 +201,7 @@ def _dotted(expr: ast.expr) -> str | None:
 
 # (version, facts, the paths they rest on, the span that checked them: check/_listing.py)
 _CACHE: dict[str, tuple[tuple[int, int], ModuleFacts, dict[str, list[object] | None], int]] = {}
+_OPENED: set[str] = set()  # packages worked out from their __init__ now (at most 8 at once)
 
 
 def module_facts(
@@ -264,6 +210,8 @@ def module_facts(
     """The facts of the project module at ``path`` (None: unreadable or does not parse).
 
     ``lookups``: the question this is part of (its files' versions read once there).
+    A package's module is worked out from its outermost ``__init__``, as Python runs it, so
+    where a cycle is cut does not depend on the path a view took (left: none in a package).
     """
     if lookups is None:
         lookups = Lookups()
@@ -271,12 +219,23 @@ def module_facts(
     if found is None:
         return None
     key, version = found
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == version and still(cached[2], cached[3]):
-        _CACHE[key] = (*cached[:3], span())
-        return cached[1]  # not if a module it imports has changed since
+    kept = _kept(key, version)
+    if kept is not None:
+        return kept  # not if a module it imports has changed since
     if key in _seen or len(_seen) > 16:
         return None  # an import cycle (or a very deep chain): no facts through it
+    top = top_package(key, lookups)
+    if top is not None and top not in _OPENED and len(_OPENED) < 8:
+        # The package's __init__ first, from no caller's path (a view's facts never depend
+        # on which files were ported before it); the modules it reaches are kept.
+        _OPENED.add(top)
+        try:
+            first = module_facts(Path(top), frozenset(), lookups)
+        finally:
+            _OPENED.discard(top)
+        kept = first if top == key else _kept(key, version)
+        if kept is not None or top == key:
+            return kept
     try:
         source = path.read_text(encoding="utf-8", errors="surrogateescape")
         tree = parsed_module(str(path), source)  # (a star import's reader may have parsed it)
@@ -290,6 +249,15 @@ def module_facts(
     # making its own: one parse and one semantic model per file, whichever role comes first.
     keep_parsed(key, source, tree, ctx.built_scopes)
     return facts
+
+
+def _kept(key: str, version: tuple[int, int]) -> ModuleFacts | None:
+    """The facts kept for the module ``key`` at ``version``, if what they read is unchanged."""
+    cached = _CACHE.get(key)
+    if cached is None or cached[0] != version or not still(cached[2], cached[3]):
+        return None
+    _CACHE[key] = (*cached[:3], span())
+    return cached[1]
 
 
 def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFacts:
@@ -494,4 +462,7 @@ def project_imports(ctx: Context) -> ProjectImports:
         key = lookups.resolved(ctx.path)
     except (OSError, ValueError):
         return ProjectImports()
+    top = top_package(key, lookups) if Path(ctx.path).is_file() else None
+    if top is not None and top != key:
+        module_facts(Path(top), frozenset(), lookups)  # the file's package first (Python's)
     return _imports_of(ctx, frozenset({key}), lookups)
