@@ -76,9 +76,7 @@ def _write(root: Path, project: dict[str, list[tuple[int, str, str]]]) -> list[P
     paths = []
     for module, body in project.items():
         if module == "main":  # a script beside the package: absolute imports only
-            lines = [
-                _line(kind, t, n).replace("from .", "from pkg.") for kind, t, n in body
-            ]
+            lines = [_line(kind, t, n).replace("from .", "from pkg.") for kind, t, n in body]
             path = root / "main.py"
         else:
             lines = [_line(kind, t, n) for kind, t, n in body]
