@@ -118,6 +118,8 @@ def _module_names(
         for name, target in exports[0].items()
         if target is not None and (target == "torch" or target.startswith("torch."))
     }
+    if len(_TORCH_NAMES) > 2 * len(_CACHE):
+        _TORCH_NAMES.clear()  # answers _CACHE replaced (a file changed since) are not kept alive
     _TORCH_NAMES[id(exports)] = (exports, names)
     return names
 
