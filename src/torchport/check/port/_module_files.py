@@ -43,7 +43,7 @@ class Lookups:
     answered once. The next file's question makes a new one and sees any change.
     """
 
-    __slots__ = ("above", "files", "found", "listings", "real", "roots")
+    __slots__ = ("above", "files", "found", "listings", "modules", "real", "roots")
 
     def __init__(self) -> None:
         # Inside check/_listing.listed_once (a chunk of files checked, or ported with
@@ -53,10 +53,13 @@ class Lookups:
         # A found file -> its real path and version (ctime, size); None: no stat.
         # `roots` (a folder -> the folder above its packages) and `above` ((a folder, a
         # package name) -> the first folder up holding that package) are answers read
-        # from the listings alone; `real`: a path -> its resolved form.
+        # from the listings alone, as is `modules` ((a folder, a dotted name) -> the module's
+        # file under it: the same root is asked from every folder of its packages); `real`:
+        # a path -> its resolved form.
         if span is None:
             self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
             self.found: dict[tuple[str, str | None, int], Path | None] = {}
+            self.modules: dict[tuple[str, str], Path | None] = {}
             self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
             self.roots: dict[str, str] = {}
             self.above: dict[tuple[str, str], str | None] = {}
@@ -64,6 +67,7 @@ class Lookups:
         else:
             self.listings = span.setdefault("module_files.listings", {})
             self.found = span.setdefault("module_files.found", {})
+            self.modules = span.setdefault("module_files.modules", {})
             self.files = span.setdefault("module_files.files", {})
             self.roots = span.setdefault("module_files.roots", {})
             self.above = span.setdefault("module_files.above", {})
@@ -224,6 +228,17 @@ def _noted(found: Path | None) -> Path | None:
 
 
 def _module_file(base: str, dotted: str, lookups: Lookups | None) -> Path | None:
+    if lookups is None:
+        return _module_file_of(base, dotted, None)
+    key = (base, dotted)
+    try:
+        return lookups.modules[key]
+    except KeyError:
+        found = lookups.modules[key] = _module_file_of(base, dotted, lookups)
+        return found
+
+
+def _module_file_of(base: str, dotted: str, lookups: Lookups | None) -> Path | None:
     target = os.path.join(base, *dotted.split(".")) if dotted else base
     if dotted:
         files, folders = _entries(_parent(target), lookups)
@@ -245,7 +260,7 @@ def find_module(
     ``lookups``: the question this is part of (see :class:`Lookups`); None reads
     each folder's version again.
     """
-    folder = str(importer.parent)
+    folder = _parent(str(importer))  # str(importer.parent), without a Path made per question
     if lookups is None:
         return _noted(_find(folder, module, level, None))
     key = (folder, module, level)

@@ -30,6 +30,8 @@ _DEPTH = 16
 # (real path, the dotted name it was imported by, every: see star_exports) -> (version, its
 # star import's answer)
 _CACHE: dict[tuple[str, str | None, bool], tuple[tuple[int, int], Exports | None]] = {}
+# id(an answer of _CACHE) -> (that answer, its names bound to torch's objects): _module_names
+_TORCH_NAMES: dict[int, tuple[Exports, dict[str, str]]] = {}
 
 
 def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports | None]:
@@ -106,11 +108,20 @@ def _module_names(
     exports = _exports(found, None if level else module, lookups, seen, every=True)
     if exports is None:
         return None
-    return {
+    # the same answer's torch names are picked once (an answer is kept per module, asked
+    # per importing file): kept with the very object they were picked from
+    kept = _TORCH_NAMES.get(id(exports))
+    if kept is not None and kept[0] is exports:
+        return kept[1]
+    names = {
         name: target
         for name, target in exports[0].items()
         if target is not None and (target == "torch" or target.startswith("torch."))
     }
+    if len(_TORCH_NAMES) > 2 * len(_CACHE):
+        _TORCH_NAMES.clear()  # answers _CACHE replaced (a file changed since) are not kept alive
+    _TORCH_NAMES[id(exports)] = (exports, names)
+    return names
 
 
 def _answer(

@@ -133,10 +133,13 @@ def star_exports(
             maybe.add(name)
 
     todo: list[tuple[ast.stmt, bool, bool]] = [(s, False, False) for s in reversed(tree.body)]
+    sure: set[str] = set()  # what the top-level statements surely bind, all together
     while todo:
         stmt, handled, nested = todo.pop()  # (handled: in an `except` block)
         if not nested:  # what this statement surely binds: earlier bindings no longer count
-            for name in _sure_names([stmt]):
+            surely = _sure_names([stmt])
+            sure |= surely
+            for name in surely:
                 targets.pop(name, None)
                 maybe.discard(name)
         if is_star(stmt):
@@ -176,7 +179,6 @@ def star_exports(
                         todo.extend((inner, True, True) for inner in reversed(item.body))
                     else:
                         todo.append((item, handled, True))
-    sure = set().union(*(_sure_names([stmt]) for stmt in tree.body))
     for name in maybe:
         if name in bound and (len(targets[name]) > 1 or name not in sure):
             bound[name] = None  # bound on some paths only, or one way on some, another on others
