@@ -121,8 +121,8 @@ KEPT_ON: dict[str, str] = {
         "by decision: 190 of 213 judged findings in other code are real, one short of the "
         "bar, after every row was judged again at the code under the written standard "
         "(a34r); held out, samples U, V2, W and X found 36 of 39, 17 of 20, 9 of 9 and 24 of "
-        "24 (86 of 92, 93%); the rest are timers, log lines and one-off scripts, no class a rule can "
-        "tell; off, a plain `check` of the most common unported line, `device = 'cuda' if "
+        "24 (86 of 92, 93%); the rest are timers, log lines and one-off scripts, no class a "
+        "rule can tell; off, a plain `check` of the most common unported line, `device = 'cuda' if "
         "torch.cuda.is_available() else 'cpu'`, says nothing"
     ),
 }
