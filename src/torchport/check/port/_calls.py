@@ -28,6 +28,7 @@ __all__ = [
     "grad_leaf",
     "grad_maker",
     "grad_source",
+    "host_library",
     "is_move",
     "moves_to_program_device",
 ]
@@ -73,6 +74,13 @@ HOST_READS = frozenset(
     {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",
      "data_ptr", "is_contiguous", "element_size", "__len__", "get_device"}
 )  # fmt: skip
+# Host libraries that read what they are given with numpy (`np.asarray`), which refuses a
+# device tensor: scikit-learn's `check_array`, scipy, pandas' constructors, seaborn. What
+# they return is host data (a float, an array, a frame). Not scikit-learn's splitting and
+# indexing helpers (`train_test_split`, `shuffle`): they index what they are given, which a
+# device tensor allows (tried on `sim`: `train_test_split(t, y)` runs, `accuracy_score` raises).
+_HOST_LIBRARIES = ("sklearn.", "scipy.", "pandas.", "seaborn.")
+_INDEXING = ("sklearn.model_selection.", "sklearn.utils.")
 META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "T_"})
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator|rank", re.IGNORECASE)
 
@@ -92,6 +100,12 @@ def follows_a_tensor(expr: ast.expr) -> bool:
         and expr.attr == "device"
         and not (isinstance(expr.value, ast.Name) and expr.value.id in _SETTINGS)
     )
+
+
+def host_library(name: str) -> bool:
+    """Whether the qualified name ``name`` is a host library's function that reads its
+    arguments through numpy (see ``_HOST_LIBRARIES``)."""
+    return name.startswith(_HOST_LIBRARIES) and not name.startswith(_INDEXING)
 
 
 def device_target(expr: ast.expr) -> bool:

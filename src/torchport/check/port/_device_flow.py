@@ -21,6 +21,7 @@ from torchport.check.port._calls import (
     cpu_arguments,
     device_target,
     follows_a_tensor,
+    host_library,
     is_move,
     moves_to_program_device,
 )
@@ -158,6 +159,9 @@ class DeviceFlow:
         # Calls of the file's own functions that return a device value (`get_policy(obs)`
         # with `def get_policy(obs): return net(obs)`): filled by _call_flow, by call id.
         self.device_calls: set[int] = set()
+        # Calls of the file's own functions that return only host data (`hist = train(model,
+        # x)` returning lists of floats): no device value, whatever they are given (_call_flow).
+        self.host_calls: set[int] = set()
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -193,6 +197,8 @@ class DeviceFlow:
                 for k in expr.keywords
             ):
                 return True  # made on the program's device (not next to some tensor)
+            if id(expr) in self.host_calls or self._host_result(func):
+                return False  # host data: `accuracy_score(y, pred)`, an own `train` of floats
             return any(self.on_device(a, scope) for a in expr.args) or any(
                 self.on_device(k.value, scope) for k in expr.keywords
             )
@@ -218,6 +224,12 @@ class DeviceFlow:
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return comprehension_on_device(expr, scope.values, lambda e: self.on_device(e, scope))
         return False
+
+    def _host_result(self, func: ast.expr) -> bool:
+        """Whether calling ``func`` gives host data whatever it is given: a host library's
+        function (``accuracy_score``, ``pd.DataFrame``) or matplotlib's (an artist)."""
+        name = self.ctx.qualname(func) or ""
+        return host_library(name) or name.startswith("matplotlib.")
 
     def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
         """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host, not to the device."""
@@ -299,8 +311,9 @@ class DeviceFlow:
                     and func.id not in scope.local
                 ):
                     return []
-                if (name := self.ctx.qualname(func) or "").startswith("numpy."):
-                    return []
+                name = self.ctx.qualname(func) or ""
+                if name.startswith("numpy.") or host_library(name):
+                    return []  # each argument read into numpy on its own: they never meet
                 operands = [a for a in args if a not in cpu_arguments(node, name, self.ctx)]
         elif isinstance(node, ast.BinOp):
             operands = [node.left, node.right]

@@ -29,6 +29,7 @@ __all__ = [
     "cpu_keys",
     "cpu_only_device",
     "creators",
+    "host_library",
     "is_move",
     "port_facts",
 ]
@@ -81,6 +82,18 @@ def cpu_keys(batch: str, ctx: Context) -> list[str]:
     from torchport.check.port._collate import cpu_keys as found
 
     return found(batch, ctx)
+
+
+@functools.cache
+def _host_library() -> Callable[[str], bool]:
+    from torchport.check.port._calls import host_library as found
+
+    return found
+
+
+def host_library(name: str) -> bool:
+    """:func:`torchport.check.port._calls.host_library`."""
+    return _host_library()(name)
 
 
 def is_move(call: ast.AST) -> bool:
