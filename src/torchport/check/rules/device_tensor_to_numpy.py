@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._plot_axes import TEXT_TAKERS, on_axes
-from torchport.check.rules._port import PortFacts, host_library, port_facts
+from torchport.check.rules._port import PortFacts, host_library, port_facts, surely_on_device
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -110,13 +110,13 @@ def _numpy_given_a_device_tensor(
     node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
 ) -> ast.expr | None:
     """The argument on the device of ``np.mean(out)``, ``plt.plot(accs)``; None if none."""
-    if not (
-        _made_by_numpy(node, ctx)
-        or host_library(ctx.qualname(node.func) or "")
-        or _reads_through_numpy(node, scope, facts, ctx)
-    ):
-        return None
     args = [*node.args, *(k.value for k in node.keywords)]
+    if host_library(ctx.qualname(node.func) or ""):
+        # (a name also bound to host data, `X` of `np.arange` and of a later batch loop, is
+        # the array there as often as not: only a value on the device by every binding)
+        return next((a for a in args if surely_on_device(a, scope, facts)), None)
+    if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, scope, facts, ctx)):
+        return None
     return next((a for a in args if facts.on_device(a, scope)), None)
 
 
