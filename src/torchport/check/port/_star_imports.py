@@ -62,13 +62,67 @@ def torch_bindings(
     retain_checked()  # the modules read here are the tree's: checked ones are not parsed twice
     found = {id(s): _named(s, importer, lookups, seen) for s in froms}
     through: dict[str, dict[str, str]] = {}
+    _drop_shadowed(found, froms, plain, importer, lookups)
+    for named in froms:  # `from pkg import compat`, `from . import compat`: a submodule
+        for local, (key, reached) in _submodules(named, importer, lookups, seen).items():
+            through[key] = reached
+            if named.level:  # (no dotted target of its own: the key stands for one)
+                found[id(named)] = {**(found[id(named)] or {}), local: key}
     for stmt in plain:
         for alias in stmt.names:
             if alias.name not in through:
                 names = _module_names(alias.name, 0, importer, lookups, seen)
                 if names:
                     through[alias.name] = names
+    for module, names in through.items():
+        for name in _shadowed(module, names, _submodules_imported(froms, plain), importer, lookups):
+            del names[name]
+    through = {module: names for module, names in through.items() if names}
     return {key: names for key, names in found.items() if names}, through
+
+
+def _submodules_imported(froms: list[ast.ImportFrom], plain: list[ast.Import]) -> set[str]:
+    """The dotted modules under a package the file imports itself: ``pkg.nn`` of ``import
+    pkg.nn`` and of ``from pkg.nn import Linear``."""
+    dotted = [a.name for s in plain for a in s.names]
+    dotted += [s.module for s in froms if s.module and not s.level]
+    return {".".join(d.split(".")[:i]) for d in dotted for i in range(2, d.count(".") + 2)}
+
+
+def _shadowed(
+    module: str, names: dict[str, str], imported: set[str], importer: Path, lookups: Lookups
+) -> list[str]:
+    """The names of ``names`` (package ``module``'s, bound to torch's in its ``__init__``) that
+    are also its submodules the file imports (``pkg/__init__.py``: ``from torch import nn``
+    beside ``pkg/nn.py``, and ``import pkg.nn`` here): importing the submodule rebinds the
+    package's name to it, so ``pkg.nn`` there is the project's module, not torch's."""
+    return [
+        name
+        for name in names
+        if f"{module}.{name}" in imported and _submodule(module, name, 0, importer, lookups)
+    ]
+
+
+def _drop_shadowed(
+    found: dict[int, dict[str, str] | None],
+    froms: list[ast.ImportFrom],
+    plain: list[ast.Import],
+    importer: Path,
+    lookups: Lookups,
+) -> None:
+    """``from pkg import nn`` where the file imports ``pkg.nn`` too: the submodule, see
+    :func:`_shadowed` (without that import, the package's own binding, as Python reads it)."""
+    imported = _submodules_imported(froms, plain)
+    for stmt in froms:
+        names = found.get(id(stmt))
+        if names is None or stmt.level or not stmt.module:
+            continue
+        for alias in stmt.names:
+            local = alias.asname or alias.name
+            if local in names and alias.name in _shadowed(
+                stmt.module, {alias.name: ""}, imported, importer, lookups
+            ):
+                del names[local]
 
 
 def _importer(path: str, lookups: Lookups) -> tuple[Path | None, frozenset[str]]:
@@ -111,6 +165,52 @@ def _module_names(
         for name, target in exports[0].items()
         if target is not None and (target == "torch" or target.startswith("torch."))
     }
+
+
+def _submodule(
+    module: str | None, name: str, level: int, importer: Path, lookups: Lookups
+) -> Path | None:
+    """The file of the project's submodule ``name`` of package ``module`` (None: none)."""
+    return find_module(importer, f"{module}.{name}" if module else name, level, lookups)
+
+
+def _submodules(
+    stmt: ast.ImportFrom, importer: Path, lookups: Lookups, seen: frozenset[str]
+) -> dict[str, tuple[str, dict[str, str]]]:
+    """``from pkg import compat [as c]`` (``from . import compat``) of the project's submodule
+    ``compat`` binding torch's objects: local name -> (the dotted name its attributes are
+    read under, ``pkg.compat``, or for a relative import a key standing for one,
+    ``.compat``; the submodule's names bound to torch's, with their targets). Only where
+    the package's ``__init__`` binds no such name itself: its own would be read first."""
+    if is_star(stmt) or wildcard_of(stmt) is not None or len(seen) > _DEPTH:
+        return {}
+    if not stmt.level and (stmt.module or "").partition(".")[0] == "torch":
+        return {}
+    package = find_module(importer, stmt.module, stmt.level, lookups)
+    if package is None or package.name != "__init__.py":
+        return {}
+    exports = _exports(package, None if stmt.level else stmt.module, lookups, seen, every=True)
+    if exports is None:
+        return {}
+    dotted = "." * stmt.level + (stmt.module or "")
+    found: dict[str, tuple[str, dict[str, str]]] = {}
+    for alias in stmt.names:
+        key = f"{dotted}.{alias.name}" if stmt.module else f"{dotted}{alias.name}"
+        bound = exports[0].get(alias.name, key)
+        if alias.name in exports[0] and bound != key:
+            continue  # the package binds the name itself (or it is not known to)
+        if _submodule(stmt.module, alias.name, stmt.level, importer, lookups) is None:
+            continue
+        names = _module_names(
+            f"{stmt.module}.{alias.name}" if stmt.module else alias.name,
+            stmt.level,
+            importer,
+            lookups,
+            seen,
+        )
+        if names:
+            found[alias.asname or alias.name] = (key, names)
+    return found
 
 
 def _answer(
