@@ -350,9 +350,10 @@ class PortFacts:
             self.flow.host_calls |= found
             self.flow.operands.clear()  # (the list `self.operands` is)
             self.flow.device_calls.clear()
-            for scope in self.scopes:
+            for scope in self.scopes:  # (not `moved`: syntax only, in-place moves included)
+                if scope.internal:
+                    continue
                 scope.values.clear()
-                scope.moved.clear()
                 scope.reach.clear()
                 scope.sink_nodes.clear()
                 scope.reach_values.clear()
