@@ -246,3 +246,23 @@ def test_a_device_value_given_to_a_host_library_is_reported_where_it_meets_it(
     found = _reported_where_they_stop([_library_program(*shape) for shape in shapes])
     for (stop, _), shape in zip(found, shapes, strict=True):
         assert (stop is not None) == _PREDICTED[shape[0]][1], shape
+
+
+@needs_matplotlib
+def test_an_object_built_from_a_device_value_holds_it() -> None:
+    """``Holder(out)`` runs ``__init__``, whose return is None, and gives the object that keeps
+    ``out``: a device value read back (``h.out``) stops the run and is reported there (the
+    constructor is no function returning host data). (A host copy kept, ``.cpu()``, is still
+    reported, as before: what an object's attribute holds the flow does not follow.)"""
+    holder = (
+        "class Holder:\n"
+        "    def __init__(self, out):\n"
+        "        self.out = out.detach().view(-1){copy}\n\n\n"
+        "out = model(x)\n"
+        "h = Holder(out)\n"
+        "plt.plot(h.out)\n"
+        'plt.close("all")\n'
+        "OUT.append(float(h.out.sum()))\n"
+    )
+    found = _reported_where_they_stop([_HEAD + holder.format(copy="")])
+    assert [stop is not None for stop, _ in found] == [True]

@@ -128,10 +128,8 @@ def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:
 def _returns_host(flow: DeviceFlow, target: PortScope) -> bool:
     """Whether every value ``target`` returns is host data its own code shows (no generator)."""
     node = target.node
-    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or isinstance(
-        node, ast.AsyncFunctionDef
-    ):
-        return False
+    if not isinstance(node, ast.FunctionDef) or node.name == "__init__":
+        return False  # (`Batch(x=out)` runs `__init__`, and gives the object holding `out`)
     returns = []
     for n in target.nodes:
         if isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.Global | ast.Nonlocal):

@@ -13,6 +13,7 @@ module-level star import (no other file pays for it).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from torchport.check._syntax import retain_checked
@@ -43,7 +44,7 @@ def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports |
 
 
 def torch_bindings(
-    path: str, froms: list[ast.ImportFrom], plain: list[ast.Import]
+    path: str, froms: list[ast.ImportFrom], plain: list[ast.Import], source: str = ""
 ) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
     """What the file at ``path`` reaches of torch's objects through the project's own modules.
 
@@ -52,8 +53,10 @@ def torch_bindings(
     import load as L``; ``from compat import L`` binds ``L`` to ``torch.load``), each with
     its dotted target, through any number of such modules (a cycle is cut). Then, for each
     project module an ``import m [as c]`` of ``plain`` names, its names bound to torch's
-    objects (``{"pkg.compat": {"L": "torch.load"}}``: ``c.L`` is ``torch.load``). Only
-    statements and modules that bind one are listed; a file with no path on disk has none.
+    objects (``{"pkg.compat": {"L": "torch.load"}}``: ``c.L`` is ``torch.load``), and so for
+    a submodule a ``from pkg import compat [as c]`` binds, where ``source`` (the file's text)
+    reads one of those names as ``c.<name>``. Only statements and modules that bind one are
+    listed; a file with no path on disk has none.
     """
     lookups = Lookups()
     importer, seen = _importer(path, lookups)
@@ -65,6 +68,11 @@ def torch_bindings(
     _drop_shadowed(found, froms, plain, importer, lookups)
     for named in froms:  # `from pkg import compat`, `from . import compat`: a submodule
         for local, (key, reached) in _submodules(named, importer, lookups, seen).items():
+            # (nearly every module of a PyTorch project imports torch: a file that only
+            # imports one, `from fairseq import options`, reads none of torch's names there)
+            reached = {n: t for n, t in reached.items() if _reads(source, local, n)}
+            if not reached:
+                continue
             through[key] = reached
             if named.level:  # (no dotted target of its own: the key stands for one)
                 found[id(named)] = {**(found[id(named)] or {}), local: key}
@@ -79,6 +87,11 @@ def torch_bindings(
             del names[name]
     through = {module: names for module, names in through.items() if names}
     return {key: names for key, names in found.items() if names}, through
+
+
+def _reads(source: str, local: str, name: str) -> bool:
+    """Whether ``source`` may read ``local.name`` (text: ``compat.L``, ``compat . L``)."""
+    return re.search(rf"\b{re.escape(local)}\s*\.\s*{re.escape(name)}\b", source) is not None
 
 
 def _submodules_imported(froms: list[ast.ImportFrom], plain: list[ast.Import]) -> set[str]:
