@@ -37,7 +37,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["OwnCall", "host_calls", "seed_parameters"]
+__all__ = ["OwnCall", "host_calls", "run_flow", "seed_parameters"]
 
 # (the call, the scope it is made in, the callee's parameters it fills, the callee's scope)
 OwnCall = tuple[ast.Call, PortScope, list[str], PortScope]
@@ -46,6 +46,40 @@ _ROUNDS = 8  # call chains deeper than this are not followed further (a bound on
 _DEPTH = 4  # local names followed through their bindings, at most this deep
 # Builtins whose result is a number, a string or a flag: host data whatever they are given.
 _HOST_NUMBERS = frozenset({"len", "float", "int", "str", "bool", "round", "repr", "format"})
+
+
+def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
+    """Work out every scope's device values, those handed to own functions included; whether
+    the file trains raw weights (:meth:`~torchport.check.port._facts.PortFacts.raw_parameters`).
+
+    An own call given a device value whose callee returns only host data (``hist =
+    train(model, x)``, lists of floats) is no device value; that is known only once the
+    callees' parameters are seeded, after the callers' values were worked out with the call
+    taken for one. The flow only adds values, so where such calls are found it is worked out
+    once more from the start, with them known (the callers' values then only shrink, so a
+    callee judged host stays host).
+    """
+    flow = facts.flow
+    for attempt in range(2):
+        raw = False
+        for scope in facts.scopes:
+            if not scope.internal:
+                raw = facts.raw_parameters(scope) or raw
+                flow.run(scope)
+        seed_parameters(facts, calls)  # device values handed to own functions
+        found = host_calls(flow, calls) - flow.host_calls
+        if attempt or not found:
+            return raw
+        flow.host_calls |= found
+        flow.operands.clear()  # (the list `facts.operands` is)
+        flow.device_calls.clear()
+        for scope in facts.scopes:  # (not `moved`: syntax only, in-place moves included)
+            if not scope.internal:
+                scope.values.clear()
+                scope.reach.clear()
+                scope.sink_nodes.clear()
+                scope.reach_values.clear()
+    return raw
 
 
 def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:

@@ -29,7 +29,9 @@ __all__ = [
     "grad_maker",
     "grad_source",
     "host_library",
+    "host_result",
     "is_move",
+    "moves_all",
     "moves_to_program_device",
 ]
 
@@ -108,6 +110,12 @@ def host_library(name: str) -> bool:
     return name.startswith(_HOST_LIBRARIES) and not name.startswith(_INDEXING)
 
 
+def host_result(name: str) -> bool:
+    """Whether calling the qualified name ``name`` gives host data whatever it is given: a host
+    library's function (``accuracy_score``, ``pd.DataFrame``) or matplotlib's (an artist)."""
+    return host_library(name) or name.startswith("matplotlib.")
+
+
 def device_target(expr: ast.expr) -> bool:
     """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
     if isinstance(expr, ast.Constant):
@@ -144,6 +152,15 @@ def is_move(call: ast.AST) -> bool:
         else next((k.value for k in call.keywords if k.arg == "device"), None)
     )
     return target is not None and device_target(target)
+
+
+def moves_all(value: ast.expr) -> bool:
+    """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return bool(value.elts) and all(is_move(e) for e in value.elts)
+    if isinstance(value, (ast.DictComp, ast.ListComp)):
+        return any(is_move(n) for n in ast.walk(value))
+    return False
 
 
 def moves_to_program_device(call: ast.AST) -> bool:

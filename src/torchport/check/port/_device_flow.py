@@ -22,7 +22,9 @@ from torchport.check.port._calls import (
     device_target,
     follows_a_tensor,
     host_library,
+    host_result,
     is_move,
+    moves_all,
     moves_to_program_device,
 )
 from torchport.check.port._collected import (
@@ -159,8 +161,7 @@ class DeviceFlow:
         # Calls of the file's own functions that return a device value (`get_policy(obs)`
         # with `def get_policy(obs): return net(obs)`): filled by _call_flow, by call id.
         self.device_calls: set[int] = set()
-        # Calls of the file's own functions that return only host data (`hist = train(model,
-        # x)` returning lists of floats): no device value, whatever they are given (_call_flow).
+        # Own calls returning only host data (`hist = train(model, x)` of floats): _call_flow.
         self.host_calls: set[int] = set()
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
@@ -197,7 +198,7 @@ class DeviceFlow:
                 for k in expr.keywords
             ):
                 return True  # made on the program's device (not next to some tensor)
-            if id(expr) in self.host_calls or self._host_result(func):
+            if id(expr) in self.host_calls or host_result(self.ctx.qualname(func) or ""):
                 return False  # host data: `accuracy_score(y, pred)`, an own `train` of floats
             return any(self.on_device(a, scope) for a in expr.args) or any(
                 self.on_device(k.value, scope) for k in expr.keywords
@@ -224,12 +225,6 @@ class DeviceFlow:
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return comprehension_on_device(expr, scope.values, lambda e: self.on_device(e, scope))
         return False
-
-    def _host_result(self, func: ast.expr) -> bool:
-        """Whether calling ``func`` gives host data whatever it is given: a host library's
-        function (``accuracy_score``, ``pd.DataFrame``) or matplotlib's (an artist)."""
-        name = self.ctx.qualname(func) or ""
-        return host_library(name) or name.startswith("matplotlib.")
 
     def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
         """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host, not to the device."""
@@ -400,7 +395,7 @@ class DeviceFlow:
                             if name not in values:
                                 values.add(name)
                                 changed = True
-                if is_move(value) or self._moves_all(value):
+                if is_move(value) or moves_all(value):
                     for target in targets:
                         scope.moved.update(names_of(target))
             for node in scope.nodes:
@@ -450,15 +445,6 @@ class DeviceFlow:
             return False
         name = self.ctx.qualname(func) or ""
         return not name.startswith("torch.") or name.startswith("torch.utils.data.")
-
-    @staticmethod
-    def _moves_all(value: ast.expr) -> bool:
-        """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
-        if isinstance(value, (ast.Tuple, ast.List)):
-            return bool(value.elts) and all(is_move(e) for e in value.elts)
-        if isinstance(value, (ast.DictComp, ast.ListComp)):
-            return any(is_move(n) for n in ast.walk(value))
-        return False
 
     def propagate(self, scope: PortScope) -> None:
         """Spread ``scope``'s reach back through its assignments (a fixed point)."""

@@ -43,7 +43,7 @@ import weakref
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
-from torchport.check.port._call_flow import OwnCall, host_calls, seed_parameters
+from torchport.check.port._call_flow import OwnCall, run_flow
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._calls import cpu_only_device
 from torchport.check.port._captures import grad_leaves, mark_captured
@@ -134,7 +134,7 @@ class PortFacts:
                 or (scope.outer is not None and scope.outer.internal)
             )
         self._find_models()
-        raw = self._run_flow()
+        raw = run_flow(self, self._own_calls)  # (hand-trained weights: raw_parameters)
         share_globals(self)  # and those functions leave in the module's names
         for scope in self.scopes:
             if not scope.internal:
@@ -327,39 +327,7 @@ class PortFacts:
         found = self.project.lookup(func)
         return found is not None and found[0] == "tensor_function"
 
-    def _run_flow(self) -> bool:
-        """Work out every scope's device values, those handed to own functions included;
-        whether the file trains raw weights (:meth:`_raw_parameters`).
-
-        An own call given a device value whose callee returns only host data (``hist =
-        train(model, x)``, lists of floats) is no device value; that is known only once the
-        callees' parameters are seeded, after the callers' values were worked out with the
-        call taken for one. The flow only adds values, so where such calls are found it is
-        worked out once more from the start, with them known (the callers' values then only
-        shrink, so a callee judged host stays host)."""
-        for attempt in range(2):
-            raw = False
-            for scope in self.scopes:
-                if not scope.internal:
-                    raw = self._raw_parameters(scope) or raw
-                    self.flow.run(scope)
-            seed_parameters(self, self._own_calls)  # device values handed to own functions
-            found = host_calls(self.flow, self._own_calls) - self.flow.host_calls
-            if attempt or not found:
-                return raw
-            self.flow.host_calls |= found
-            self.flow.operands.clear()  # (the list `self.operands` is)
-            self.flow.device_calls.clear()
-            for scope in self.scopes:  # (not `moved`: syntax only, in-place moves included)
-                if scope.internal:
-                    continue
-                scope.values.clear()
-                scope.reach.clear()
-                scope.sink_nodes.clear()
-                scope.reach_values.clear()
-        return raw
-
-    def _raw_parameters(self, scope: PortScope) -> bool:
+    def raw_parameters(self, scope: PortScope) -> bool:
         """Seed a hand-trained model: tensors made with ``requires_grad=True`` are the weights.
 
         ``w = torch.randn(4, 2, requires_grad=True)`` trained by hand (no ``nn.Module``)
