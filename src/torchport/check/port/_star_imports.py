@@ -67,12 +67,8 @@ def torch_bindings(
     through: dict[str, dict[str, str]] = {}
     _drop_shadowed(found, froms, plain, importer, lookups)
     for named in froms:  # `from pkg import compat`, `from . import compat`: a submodule
-        for local, (key, reached) in _submodules(named, importer, lookups, seen).items():
-            # (nearly every module of a PyTorch project imports torch: a file that only
-            # imports one, `from fairseq import options`, reads none of torch's names there)
-            reached = {n: t for n, t in reached.items() if _reads(source, local, n)}
-            if not reached:
-                continue
+        found_here = _submodules(named, importer, lookups, seen, source)
+        for local, (key, reached) in found_here.items():
             through[key] = reached
             if named.level:  # (no dotted target of its own: the key stands for one)
                 found[id(named)] = {**(found[id(named)] or {}), local: key}
@@ -89,9 +85,11 @@ def torch_bindings(
     return {key: names for key, names in found.items() if names}, through
 
 
-def _reads(source: str, local: str, name: str) -> bool:
-    """Whether ``source`` may read ``local.name`` (text: ``compat.L``, ``compat . L``)."""
-    return re.search(rf"\b{re.escape(local)}\s*\.\s*{re.escape(name)}\b", source) is not None
+def _attributes_read(source: str, local: str) -> set[str]:
+    """The names ``source`` may read as ``local.<name>`` (text: ``compat.L``, ``compat . L``)."""
+    if f"{local}." not in source and f"{local} " not in source:
+        return set()
+    return set(re.findall(rf"\b{re.escape(local)}\s*\.\s*(\w+)", source))
 
 
 def _submodules_imported(froms: list[ast.ImportFrom], plain: list[ast.Import]) -> set[str]:
@@ -188,17 +186,23 @@ def _submodule(
 
 
 def _submodules(
-    stmt: ast.ImportFrom, importer: Path, lookups: Lookups, seen: frozenset[str]
+    stmt: ast.ImportFrom, importer: Path, lookups: Lookups, seen: frozenset[str], source: str
 ) -> dict[str, tuple[str, dict[str, str]]]:
     """``from pkg import compat [as c]`` (``from . import compat``) of the project's submodule
     ``compat`` binding torch's objects: local name -> (the dotted name its attributes are
     read under, ``pkg.compat``, or for a relative import a key standing for one,
-    ``.compat``; the submodule's names bound to torch's, with their targets). Only where
-    the package's ``__init__`` binds no such name itself: its own would be read first."""
+    ``.compat``; the submodule's names bound to torch's that ``source``, the file's text,
+    reads as ``c.<name>``, with their targets). Only where the package's ``__init__`` binds
+    no such name itself: its own would be read first. (Nearly every module of a PyTorch
+    project imports torch: a file that only imports one, ``from fairseq import options``,
+    reads none of torch's names there, and is no torch file for it.)"""
     if is_star(stmt) or wildcard_of(stmt) is not None or len(seen) > _DEPTH:
         return {}
     if not stmt.level and (stmt.module or "").partition(".")[0] == "torch":
         return {}
+    read = {a.name: _attributes_read(source, a.asname or a.name) for a in stmt.names}
+    if not any(read.values()):
+        return {}  # (before any module is looked for or parsed)
     package = find_module(importer, stmt.module, stmt.level, lookups)
     if package is None or package.name != "__init__.py":
         return {}
@@ -208,6 +212,8 @@ def _submodules(
     dotted = "." * stmt.level + (stmt.module or "")
     found: dict[str, tuple[str, dict[str, str]]] = {}
     for alias in stmt.names:
+        if not read[alias.name]:
+            continue
         key = f"{dotted}.{alias.name}" if stmt.module else f"{dotted}{alias.name}"
         bound = exports[0].get(alias.name, key)
         if alias.name in exports[0] and bound != key:
@@ -221,8 +227,9 @@ def _submodules(
             lookups,
             seen,
         )
-        if names:
-            found[alias.asname or alias.name] = (key, names)
+        reached = {n: t for n, t in (names or {}).items() if n in read[alias.name]}
+        if reached:
+            found[alias.asname or alias.name] = (key, reached)
     return found
 
 
