@@ -134,7 +134,7 @@ class Context(SourceText):
         """
         from torchport.check.port._star_imports import torch_bindings
 
-        found, self._through = torch_bindings(self.path, facts.froms, facts.plain)
+        found, self._through = torch_bindings(self.path, facts.froms, facts.plain, self.source)
         self._named = found
         for names in self._through.values():
             for attr, target in names.items():

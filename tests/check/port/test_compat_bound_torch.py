@@ -18,6 +18,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,18 @@ _USES = (
     "for i in range(2):\n    batch = {torch}.ones(2, 4)\n    out = model(batch)",
 )
 _NEEDS = ({"nn"}, {"torch"}, {"load"}, {"nn", "torch"}, {"nn", "torch"})
-_FORMS = ("star", "name", "alias", "module", "relative", "two hops", "two hops, star")
+_FORMS = (
+    "star", "name", "alias", "module", "relative", "two hops", "two hops, star",
+    "submodule", "submodule alias", "relative submodule", "relative submodule alias",
+)  # fmt: skip
+# the forms reading torch's names as attributes of the compat module, and the prefix they use
+_PREFIX = {
+    "module": "cm.",
+    "submodule": "compat.",  # `from pkg import compat`
+    "submodule alias": "cm.",  # `from pkg import compat as cm`
+    "relative submodule": "compat.",  # `from . import compat`
+    "relative submodule alias": "cm.",  # `from . import compat as cm`
+}
 _IDENT = st.sampled_from(["T", "L", "N", "th", "ld", "nn2", "tt", "Lo"])
 
 
@@ -55,6 +67,10 @@ def _files(form: str, names: dict[str, str], local: dict[str, str]) -> dict[str,
         head = f"from {source} import " + ", ".join(parts)
     elif form == "module":
         head = "import pkg.compat as cm"
+    elif form in _PREFIX:
+        head = ("from . import compat" if "relative" in form else "from pkg import compat") + (
+            " as cm" if form.endswith("alias") else ""
+        )
     else:  # two hops: pkg/compat2.py re-exports compat's names
         inner = ", ".join(names[r] for r in sorted(names))
         star = form.endswith("star")
@@ -88,10 +104,11 @@ def _ported(root: Path, files: dict[str, str]) -> tuple[str, list[tuple[str, str
 
 
 def _code_lines(source: str) -> list[str]:
-    """The ported script without its import lines and blank lines, ``cm.`` dropped."""
+    """The ported script without its import lines and blank lines, ``cm.`` and ``compat.``
+    dropped."""
     kept = [line for line in source.splitlines() if line.strip()]
     kept = [line for line in kept if not re.match(r"(import|from) \S", line)]
-    return [line.replace("cm.", "") for line in kept]
+    return [line.replace("compat.", "").replace("cm.", "") for line in kept]
 
 
 @settings(max_examples=30, deadline=None)
@@ -114,13 +131,12 @@ def test_a_compat_bound_name_ports_as_the_direct_import(
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         files = _files(form, names, local)
-        prefix = "cm." if form == "module" else ""
-        files["pkg/train.py"] += "\n" + _body(uses, local, prefix)
+        files["pkg/train.py"] += "\n" + _body(uses, local, _PREFIX.get(form, ""))
         got, got_left = _ported(root / "compat", files)
         direct = {"pkg/__init__.py": "", "pkg/train.py": _direct(local) + _body(uses, local)}
         want, want_left = _ported(root / "direct", direct)
     assert _code_lines(got) == _code_lines(want), (form, got, want)
-    strip = [(code, text.replace("cm.", "")) for code, text in got_left]
+    strip = [(code, text.replace("compat.", "").replace("cm.", "")) for code, text in got_left]
     assert strip == want_left, (form, got_left, want_left)
 
 
@@ -145,19 +161,82 @@ print(json.dumps(out))
 
 
 def test_ported_compat_pairs_run_on_the_accelerator() -> None:
-    """By name (relative) and by module alias: the port places model and input on ``sim``."""
+    """By name (relative), by module alias, as a submodule of its package (``from pkg import
+    compat``, ``from . import compat as cm``): the port places model and input on ``sim``."""
     names = {"torch": "T", "nn": "N"}
     body = [0, 1, 3]
     with tempfile.TemporaryDirectory() as tmp:
         roots = []
-        for form in ("relative", "module"):
+        for form in ("relative", "module", "submodule", "relative submodule alias"):
             root = Path(tmp) / form.replace(" ", "_")
             files = _files(form, names, names)
-            files["pkg/train.py"] += "\n" + _body(body, names, "cm." if form == "module" else "")
+            files["pkg/train.py"] += "\n" + _body(body, names, _PREFIX.get(form, ""))
             ported, left = _ported(root, files)
             assert not left, left
             assert "device" in ported, ported  # the port did place something
             (root / "pkg" / "train.py").write_text(ported)
             roots.append(str(root))
         devices = in_a_child(_SIM, roots)
-    assert devices == ["sim:0", "sim:0"], devices
+    assert devices == ["sim:0"] * 4, devices
+
+
+# A package whose `__init__` binds torch's `nn` beside its own submodule `pkg/nn.py`: which one
+# `pkg.nn` is depends on whether the submodule is imported (Python rebinds the package's name to
+# it then). The oracle is Python: each program run as it is, printing what `nn` is there.
+_SHADOW_INIT = "import torch\nfrom torch import nn\n"
+_SHADOW_NN = (
+    "class Linear:\n"
+    "    def __init__(self, a, b):\n"
+    "        self.shape = (a, b)\n\n"
+    "    def __call__(self, x):\n"
+    "        return x.sum(1)\n"
+)
+_SHADOWS = {  # the script's imports, how it names the package's `nn`
+    "import pkg and pkg.nn": ("import pkg\nimport pkg.nn\n", "pkg.nn"),
+    "import pkg.nn": ("import pkg.nn\n", "pkg.nn"),
+    "from pkg import nn, after import pkg.nn": ("import pkg.nn\nfrom pkg import nn\n", "nn"),
+    "from pkg import nn": ("from pkg import nn\n", "nn"),
+    "import pkg": ("import pkg\n", "pkg.nn"),
+}
+
+_WHICH = """
+import json, runpy, sys
+root, = sys.argv[1:]
+sys.path.insert(0, root)
+found = runpy.run_path(root + "/train.py", run_name="__main__")
+print(json.dumps(type(found["model"]).__module__))
+"""
+
+
+def _which_nn(root: Path) -> str:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WHICH, str(root)], capture_output=True, text=True, check=True
+    )
+    module: str = json.loads(done.stdout.strip().splitlines()[-1])
+    return module
+
+
+@pytest.mark.parametrize("shape", sorted(_SHADOWS))
+def test_a_package_name_shadowed_by_its_submodule_is_the_submodule(shape: str) -> None:
+    """Where the script imports ``pkg.nn`` itself, ``pkg.nn`` is the project's module (on main
+    the port took it for torch's ``nn`` and moved the project's ``Linear``: ``.to(device)`` on
+    an object without one); where it does not, the package's own binding, torch's, which the
+    port places. Python says which (the model's class's module, the script run as it is)."""
+    imports, nn = _SHADOWS[shape]
+    body = f"{imports}import torch\n\nmodel = {nn}.Linear(4, 2)\nx = torch.zeros(3, 4)\n"
+    body += "y = model(x)\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        files = {"pkg/__init__.py": _SHADOW_INIT, "pkg/nn.py": _SHADOW_NN, "train.py": body}
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        torch_s = _which_nn(root).startswith("torch.")
+        outcome = port_text(body, str(root / "train.py"))
+    assert not outcome.failures, outcome.failures
+    moved = f"{nn}.Linear(4, 2).to(" in outcome.source
+    assert moved == torch_s, (shape, torch_s, outcome.source)

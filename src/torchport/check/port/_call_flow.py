@@ -10,6 +10,13 @@ one call site hands it one (a fixed point: the callee may hand it on). The other
 a call of a function that returns a device value (``return net(obs)``) is a device
 value where it is made (``get_policy(obs) * act``: ``act`` meets the device there).
 
+A call of a function that returns only host data (``return losses, accs`` of lists of
+``.item()`` floats, a ``.cpu()`` tensor, a number, nothing) is no device value, whatever
+it is given (:func:`host_calls`): ``hist = train(model, x)`` then ``plt.plot(hist[0])`` reads
+floats. Only what the callee's own code shows is host counts: a value read from an
+attribute or a name it does not bind (``self.history``, a module's list) may hold device
+values put there elsewhere, so such a return keeps the call a device value.
+
 The flow is flow-insensitive (as for a name bound twice): once a parameter is a
 device value, what the other call sites hand it meets what it meets in the
 callee, so those arguments are sinks of their callers (moved where they are made,
@@ -22,18 +29,57 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.port._calls import HOST_READS
+from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["OwnCall", "seed_parameters"]
+__all__ = ["OwnCall", "host_calls", "run_flow", "seed_parameters"]
 
 # (the call, the scope it is made in, the callee's parameters it fills, the callee's scope)
 OwnCall = tuple[ast.Call, PortScope, list[str], PortScope]
 
 _ROUNDS = 8  # call chains deeper than this are not followed further (a bound on the work)
+_DEPTH = 4  # local names followed through their bindings, at most this deep
+# Builtins whose result is a number, a string or a flag: host data whatever they are given.
+_HOST_NUMBERS = frozenset({"len", "float", "int", "str", "bool", "round", "repr", "format"})
+
+
+def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
+    """Work out every scope's device values, those handed to own functions included; whether
+    the file trains raw weights (:meth:`~torchport.check.port._facts.PortFacts.raw_parameters`).
+
+    An own call given a device value whose callee returns only host data (``hist =
+    train(model, x)``, lists of floats) is no device value; that is known only once the
+    callees' parameters are seeded, after the callers' values were worked out with the call
+    taken for one. The flow only adds values, so where such calls are found it is worked out
+    once more from the start, with them known (the callers' values then only shrink, so a
+    callee judged host stays host).
+    """
+    flow = facts.flow
+    for attempt in range(2):
+        raw = False
+        for scope in facts.scopes:
+            if not scope.internal:
+                raw = facts.raw_parameters(scope) or raw
+                flow.run(scope)
+        seed_parameters(facts, calls)  # device values handed to own functions
+        found = host_calls(flow, calls) - flow.host_calls
+        if attempt or not found:
+            return raw
+        flow.host_calls |= found
+        flow.operands.clear()  # (the list `facts.operands` is)
+        flow.device_calls.clear()
+        for scope in facts.scopes:  # (not `moved`: syntax only, in-place moves included)
+            if not scope.internal:
+                scope.values.clear()
+                scope.reach.clear()
+                scope.sink_nodes.clear()
+                scope.reach_values.clear()
+    return raw
 
 
 def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
@@ -95,3 +141,109 @@ def _handed(call: ast.Call, params: list[str], target: PortScope) -> list[tuple[
         names = {p.arg for p in (*a.args, *a.kwonlyargs)}
         pairs += [(k.arg, k.value) for k in call.keywords if k.arg is not None and k.arg in names]
     return pairs
+
+
+def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:
+    """The ids of own calls given a device value whose callee returns only host data (see the
+    module docstring); asked once the parameters are seeded (:func:`seed_parameters`)."""
+    found: set[int] = set()
+    answers: dict[int, bool] = {}
+    for call, scope, params, target in calls:
+        if target.internal or id(call) in flow.device_calls:
+            continue
+        known = answers.get(id(target))
+        if known is None:
+            known = answers[id(target)] = _returns_host(flow, target)
+        if known and any(flow.on_device(arg, scope) for _, arg in _handed(call, params, target)):
+            found.add(id(call))
+    return found
+
+
+def _returns_host(flow: DeviceFlow, target: PortScope) -> bool:
+    """Whether every value ``target`` returns is host data its own code shows (no generator)."""
+    node = target.node
+    if not isinstance(node, ast.FunctionDef) or node.name == "__init__":
+        return False  # (`Batch(x=out)` runs `__init__`, and gives the object holding `out`)
+    returns = []
+    for n in target.nodes:
+        if isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.Global | ast.Nonlocal):
+            return False
+        if isinstance(n, ast.Return) and n.value is not None:
+            returns.append(n.value)
+    own = _own_self(target)
+    return all(_host(v, flow, target, own, 0) for v in returns)
+
+
+def _own_self(target: PortScope) -> str | None:
+    """A method's first parameter (``self``): what it holds the method does not show."""
+    node = target.node
+    if target.cls is None or not isinstance(node, ast.FunctionDef):
+        return None
+    first = [*node.args.posonlyargs, *node.args.args]
+    return first[0].arg if first else None
+
+
+def _host(expr: ast.expr, flow: DeviceFlow, scope: PortScope, own: str | None, depth: int) -> bool:
+    """Whether ``expr`` is host data by what ``scope``'s own code shows."""
+    if isinstance(expr, ast.Constant | ast.JoinedStr):
+        return True
+    if isinstance(expr, ast.Tuple | ast.List | ast.Set):
+        return all(_host(e, flow, scope, own, depth) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return all(_host(v, flow, scope, own, depth) for v in expr.values)
+    if flow.on_device(expr, scope):
+        return False
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in HOST_READS and func.attr != "cpu":
+            return True  # `loss.item()`, `out.tolist()`: a number, a list of them
+        if flow.to_cpu(expr, scope) or (isinstance(func, ast.Attribute) and func.attr == "cpu"):
+            return True
+        return isinstance(func, ast.Name) and func.id in _HOST_NUMBERS
+    if isinstance(expr, ast.Name):
+        return _host_name(expr.id, flow, scope, own, depth)
+    if isinstance(expr, ast.BinOp):  # `correct / total` of two numbers
+        return all(_host(side, flow, scope, own, depth) for side in (expr.left, expr.right))
+    if isinstance(expr, ast.UnaryOp):
+        return _host(expr.operand, flow, scope, own, depth)
+    return False  # an attribute, an item: where it comes from is not shown
+
+
+def _host_name(name: str, flow: DeviceFlow, scope: PortScope, own: str | None, depth: int) -> bool:
+    """A name ``scope`` binds (not a parameter, not a loop's) to host data only, or to a list
+    or dict made empty in place, which the flow makes a device value once one goes in."""
+    if depth >= _DEPTH or name not in scope.local or name in scope.loop_bound or name == own:
+        return False
+    values = scope.values_of(name)
+    if not values:
+        return False  # a parameter, a `with ... as` target, an import: not shown
+    if not all(_empty(v) or _host(v, flow, scope, own, depth + 1) for v in values):
+        return False
+    for node in scope.nodes:  # what else binds it or goes into it: host data too
+        if isinstance(node, ast.NamedExpr) and node.target.id == name:
+            return False
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            if node.target.id == name and not _host(node.value, flow, scope, own, depth + 1):
+                return False
+        elif (
+            isinstance(node, ast.Call | ast.Assign | ast.AugAssign)
+            and collector(node, scope, flow.module) == name
+            and not all(_host(a, flow, scope, own, depth + 1) for a in added(node))
+        ):
+            return False
+    return True
+
+
+def _empty(value: ast.expr) -> bool:
+    """``[]``, ``{}``, ``[0] * n``, ``list()``, ``dict()``, ``defaultdict(list)``."""
+    if isinstance(value, ast.List | ast.Dict):
+        return not (value.elts if isinstance(value, ast.List) else value.keys)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        side = value.left if isinstance(value.left, ast.List) else value.right
+        return isinstance(side, ast.List) and all(isinstance(e, ast.Constant) for e in side.elts)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.keywords:
+        made = value.func.id
+        return (made in ("list", "dict") and not value.args) or (
+            made == "defaultdict" and len(value.args) <= 1
+        )
+    return False

@@ -28,7 +28,10 @@ __all__ = [
     "grad_leaf",
     "grad_maker",
     "grad_source",
+    "host_library",
+    "host_result",
     "is_move",
+    "moves_all",
     "moves_to_program_device",
 ]
 
@@ -73,6 +76,13 @@ HOST_READS = frozenset(
     {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",
      "data_ptr", "is_contiguous", "element_size", "__len__", "get_device"}
 )  # fmt: skip
+# Host libraries that read what they are given with numpy (`np.asarray`), which refuses a
+# device tensor: scikit-learn's `check_array`, scipy, pandas' constructors, seaborn. What
+# they return is host data (a float, an array, a frame). Not scikit-learn's splitting and
+# indexing helpers (`train_test_split`, `shuffle`): they index what they are given, which a
+# device tensor allows (tried on `sim`: `train_test_split(t, y)` runs, `accuracy_score` raises).
+_HOST_LIBRARIES = ("sklearn.", "scipy.", "pandas.", "seaborn.")
+_INDEXING = ("sklearn.model_selection.", "sklearn.utils.")
 META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "T_"})
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator|rank", re.IGNORECASE)
 
@@ -92,6 +102,18 @@ def follows_a_tensor(expr: ast.expr) -> bool:
         and expr.attr == "device"
         and not (isinstance(expr.value, ast.Name) and expr.value.id in _SETTINGS)
     )
+
+
+def host_library(name: str) -> bool:
+    """Whether the qualified name ``name`` is a host library's function that reads its
+    arguments through numpy (see ``_HOST_LIBRARIES``)."""
+    return name.startswith(_HOST_LIBRARIES) and not name.startswith(_INDEXING)
+
+
+def host_result(name: str) -> bool:
+    """Whether calling the qualified name ``name`` gives host data whatever it is given: a host
+    library's function (``accuracy_score``, ``pd.DataFrame``) or matplotlib's (an artist)."""
+    return host_library(name) or name.startswith("matplotlib.")
 
 
 def device_target(expr: ast.expr) -> bool:
@@ -130,6 +152,15 @@ def is_move(call: ast.AST) -> bool:
         else next((k.value for k in call.keywords if k.arg == "device"), None)
     )
     return target is not None and device_target(target)
+
+
+def moves_all(value: ast.expr) -> bool:
+    """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return bool(value.elts) and all(is_move(e) for e in value.elts)
+    if isinstance(value, (ast.DictComp, ast.ListComp)):
+        return any(is_move(n) for n in ast.walk(value))
+    return False
 
 
 def moves_to_program_device(call: ast.AST) -> bool:

@@ -21,7 +21,10 @@ from torchport.check.port._calls import (
     cpu_arguments,
     device_target,
     follows_a_tensor,
+    host_library,
+    host_result,
     is_move,
+    moves_all,
     moves_to_program_device,
 )
 from torchport.check.port._collected import (
@@ -158,6 +161,8 @@ class DeviceFlow:
         # Calls of the file's own functions that return a device value (`get_policy(obs)`
         # with `def get_policy(obs): return net(obs)`): filled by _call_flow, by call id.
         self.device_calls: set[int] = set()
+        # Own calls returning only host data (`hist = train(model, x)` of floats): _call_flow.
+        self.host_calls: set[int] = set()
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -193,6 +198,8 @@ class DeviceFlow:
                 for k in expr.keywords
             ):
                 return True  # made on the program's device (not next to some tensor)
+            if id(expr) in self.host_calls or host_result(self.ctx.qualname(func) or ""):
+                return False  # host data: `accuracy_score(y, pred)`, an own `train` of floats
             return any(self.on_device(a, scope) for a in expr.args) or any(
                 self.on_device(k.value, scope) for k in expr.keywords
             )
@@ -299,8 +306,9 @@ class DeviceFlow:
                     and func.id not in scope.local
                 ):
                     return []
-                if (name := self.ctx.qualname(func) or "").startswith("numpy."):
-                    return []
+                name = self.ctx.qualname(func) or ""
+                if name.startswith("numpy.") or host_library(name):
+                    return []  # each argument read into numpy on its own: they never meet
                 operands = [a for a in args if a not in cpu_arguments(node, name, self.ctx)]
         elif isinstance(node, ast.BinOp):
             operands = [node.left, node.right]
@@ -387,7 +395,7 @@ class DeviceFlow:
                             if name not in values:
                                 values.add(name)
                                 changed = True
-                if is_move(value) or self._moves_all(value):
+                if is_move(value) or moves_all(value):
                     for target in targets:
                         scope.moved.update(names_of(target))
             for node in scope.nodes:
@@ -437,15 +445,6 @@ class DeviceFlow:
             return False
         name = self.ctx.qualname(func) or ""
         return not name.startswith("torch.") or name.startswith("torch.utils.data.")
-
-    @staticmethod
-    def _moves_all(value: ast.expr) -> bool:
-        """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
-        if isinstance(value, (ast.Tuple, ast.List)):
-            return bool(value.elts) and all(is_move(e) for e in value.elts)
-        if isinstance(value, (ast.DictComp, ast.ListComp)):
-            return any(is_move(n) for n in ast.walk(value))
-        return False
 
     def propagate(self, scope: PortScope) -> None:
         """Spread ``scope``'s reach back through its assignments (a fixed point)."""

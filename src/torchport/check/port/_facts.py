@@ -43,7 +43,7 @@ import weakref
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
-from torchport.check.port._call_flow import OwnCall, seed_parameters
+from torchport.check.port._call_flow import OwnCall, run_flow
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._calls import cpu_only_device
 from torchport.check.port._captures import grad_leaves, mark_captured
@@ -134,12 +134,7 @@ class PortFacts:
                 or (scope.outer is not None and scope.outer.internal)
             )
         self._find_models()
-        raw = False
-        for scope in self.scopes:
-            if not scope.internal:
-                raw = self._raw_parameters(scope) or raw
-                self.flow.run(scope)
-        seed_parameters(self, self._own_calls)  # device values handed to own functions
+        raw = run_flow(self, self._own_calls)  # (hand-trained weights: raw_parameters)
         share_globals(self)  # and those functions leave in the module's names
         for scope in self.scopes:
             if not scope.internal:
@@ -332,7 +327,7 @@ class PortFacts:
         found = self.project.lookup(func)
         return found is not None and found[0] == "tensor_function"
 
-    def _raw_parameters(self, scope: PortScope) -> bool:
+    def raw_parameters(self, scope: PortScope) -> bool:
         """Seed a hand-trained model: tensors made with ``requires_grad=True`` are the weights.
 
         ``w = torch.randn(4, 2, requires_grad=True)`` trained by hand (no ``nn.Module``)

@@ -13,6 +13,7 @@ module-level star import (no other file pays for it).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from torchport.check._syntax import retain_checked
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["record_star", "star_bindings", "star_chain", "torch_bindings"]
 
 _DEPTH = 16
+_NAME = re.compile(r"\w+")
 # (real path, the dotted name it was imported by, every: see star_exports) -> (version, its
 # star import's answer)
 _CACHE: dict[tuple[str, str | None, bool], tuple[tuple[int, int], Exports | None]] = {}
@@ -45,7 +47,7 @@ def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports |
 
 
 def torch_bindings(
-    path: str, froms: list[ast.ImportFrom], plain: list[ast.Import]
+    path: str, froms: list[ast.ImportFrom], plain: list[ast.Import], source: str = ""
 ) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
     """What the file at ``path`` reaches of torch's objects through the project's own modules.
 
@@ -54,8 +56,10 @@ def torch_bindings(
     import load as L``; ``from compat import L`` binds ``L`` to ``torch.load``), each with
     its dotted target, through any number of such modules (a cycle is cut). Then, for each
     project module an ``import m [as c]`` of ``plain`` names, its names bound to torch's
-    objects (``{"pkg.compat": {"L": "torch.load"}}``: ``c.L`` is ``torch.load``). Only
-    statements and modules that bind one are listed; a file with no path on disk has none.
+    objects (``{"pkg.compat": {"L": "torch.load"}}``: ``c.L`` is ``torch.load``), and so for
+    a submodule a ``from pkg import compat [as c]`` binds, where ``source`` (the file's text)
+    reads one of those names as ``c.<name>``. Only statements and modules that bind one are
+    listed; a file with no path on disk has none.
     """
     lookups = Lookups()
     importer, seen = _importer(path, lookups)
@@ -64,13 +68,83 @@ def torch_bindings(
     retain_checked()  # the modules read here are the tree's: checked ones are not parsed twice
     found = {id(s): _named(s, importer, lookups, seen) for s in froms}
     through: dict[str, dict[str, str]] = {}
+    _drop_shadowed(found, froms, plain, importer, lookups)
+    for named in froms:  # `from pkg import compat`, `from . import compat`: a submodule
+        found_here = _submodules(named, importer, lookups, seen, source)
+        for local, (key, reached) in found_here.items():
+            through[key] = reached
+            if named.level:  # (no dotted target of its own: the key stands for one)
+                found[id(named)] = {**(found[id(named)] or {}), local: key}
     for stmt in plain:
         for alias in stmt.names:
             if alias.name not in through:
                 names = _module_names(alias.name, 0, importer, lookups, seen)
                 if names:
                     through[alias.name] = names
+    for module, names in through.items():
+        for name in _shadowed(module, names, _submodules_imported(froms, plain), importer, lookups):
+            del names[name]
+    through = {module: names for module, names in through.items() if names}
     return {key: names for key, names in found.items() if names}, through
+
+
+def _attributes_read(source: str, local: str) -> set[str]:
+    """The names ``source`` may read as ``local.<name>`` (its text: ``compat.L``; one scan of
+    ``str.find``, no pattern tried at every character)."""
+    found: set[str] = set()
+    needle = local + "."
+    at = source.find(needle)
+    while at != -1:
+        if not at or not (source[at - 1].isalnum() or source[at - 1] in "_."):
+            name = _NAME.match(source, at + len(needle))
+            if name is not None:
+                found.add(name.group())
+        at = source.find(needle, at + 1)
+    return found
+
+
+def _submodules_imported(froms: list[ast.ImportFrom], plain: list[ast.Import]) -> set[str]:
+    """The dotted modules under a package the file imports itself: ``pkg.nn`` of ``import
+    pkg.nn`` and of ``from pkg.nn import Linear``."""
+    dotted = [a.name for s in plain for a in s.names]
+    dotted += [s.module for s in froms if s.module and not s.level]
+    return {".".join(d.split(".")[:i]) for d in dotted for i in range(2, d.count(".") + 2)}
+
+
+def _shadowed(
+    module: str, names: dict[str, str], imported: set[str], importer: Path, lookups: Lookups
+) -> list[str]:
+    """The names of ``names`` (package ``module``'s, bound to torch's in its ``__init__``) that
+    are also its submodules the file imports (``pkg/__init__.py``: ``from torch import nn``
+    beside ``pkg/nn.py``, and ``import pkg.nn`` here): importing the submodule rebinds the
+    package's name to it, so ``pkg.nn`` there is the project's module, not torch's."""
+    return [
+        name
+        for name in names
+        if f"{module}.{name}" in imported and _submodule(module, name, 0, importer, lookups)
+    ]
+
+
+def _drop_shadowed(
+    found: dict[int, dict[str, str] | None],
+    froms: list[ast.ImportFrom],
+    plain: list[ast.Import],
+    importer: Path,
+    lookups: Lookups,
+) -> None:
+    """``from pkg import nn`` where the file imports ``pkg.nn`` too: the submodule, see
+    :func:`_shadowed` (without that import, the package's own binding, as Python reads it)."""
+    imported = _submodules_imported(froms, plain)
+    for stmt in froms:
+        names = found.get(id(stmt))
+        if names is None or stmt.level or not stmt.module:
+            continue
+        for alias in stmt.names:
+            local = alias.asname or alias.name
+            if local in names and alias.name in _shadowed(
+                stmt.module, {alias.name: ""}, imported, importer, lookups
+            ):
+                del names[local]
 
 
 def _importer(path: str, lookups: Lookups) -> tuple[Path | None, frozenset[str]]:
@@ -122,6 +196,61 @@ def _module_names(
         _TORCH_NAMES.clear()  # answers _CACHE replaced (a file changed since) are not kept alive
     _TORCH_NAMES[id(exports)] = (exports, names)
     return names
+
+
+def _submodule(
+    module: str | None, name: str, level: int, importer: Path, lookups: Lookups
+) -> Path | None:
+    """The file of the project's submodule ``name`` of package ``module`` (None: none)."""
+    return find_module(importer, f"{module}.{name}" if module else name, level, lookups)
+
+
+def _submodules(
+    stmt: ast.ImportFrom, importer: Path, lookups: Lookups, seen: frozenset[str], source: str
+) -> dict[str, tuple[str, dict[str, str]]]:
+    """``from pkg import compat [as c]`` (``from . import compat``) of the project's submodule
+    ``compat`` binding torch's objects: local name -> (the dotted name its attributes are
+    read under, ``pkg.compat``, or for a relative import a key standing for one,
+    ``.compat``; the submodule's names bound to torch's that ``source``, the file's text,
+    reads as ``c.<name>``, with their targets). Only where the package's ``__init__`` binds
+    no such name itself: its own would be read first. (Nearly every module of a PyTorch
+    project imports torch: a file that only imports one, ``from fairseq import options``,
+    reads none of torch's names there, and is no torch file for it.)"""
+    if is_star(stmt) or wildcard_of(stmt) is not None or len(seen) > _DEPTH:
+        return {}
+    if not stmt.level and (stmt.module or "").partition(".")[0] == "torch":
+        return {}
+    read = {a.name: _attributes_read(source, a.asname or a.name) for a in stmt.names}
+    if not any(read.values()):
+        return {}  # (before any module is looked for or parsed)
+    package = find_module(importer, stmt.module, stmt.level, lookups)
+    if package is None or package.name != "__init__.py":
+        return {}
+    exports = _exports(package, None if stmt.level else stmt.module, lookups, seen, every=True)
+    if exports is None:
+        return {}
+    dotted = "." * stmt.level + (stmt.module or "")
+    found: dict[str, tuple[str, dict[str, str]]] = {}
+    for alias in stmt.names:
+        if not read[alias.name]:
+            continue
+        key = f"{dotted}.{alias.name}" if stmt.module else f"{dotted}{alias.name}"
+        bound = exports[0].get(alias.name, key)
+        if alias.name in exports[0] and bound != key:
+            continue  # the package binds the name itself (or it is not known to)
+        if _submodule(stmt.module, alias.name, stmt.level, importer, lookups) is None:
+            continue
+        names = _module_names(
+            f"{stmt.module}.{alias.name}" if stmt.module else alias.name,
+            stmt.level,
+            importer,
+            lookups,
+            seen,
+        )
+        reached = {n: t for n, t in (names or {}).items() if n in read[alias.name]}
+        if reached:
+            found[alias.asname or alias.name] = (key, reached)
+    return found
 
 
 def _answer(

@@ -18,9 +18,9 @@ from torchport.check._context import Context
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._batches import BatchMove, BatchPlan
-    from torchport.check.port._facts import PortFacts
+    from torchport.check.port._facts import PortFacts, PortScope
 else:
-    BatchMove = BatchPlan = PortFacts = object  # annotations only: never evaluated
+    BatchMove = BatchPlan = PortFacts = PortScope = object  # annotations only: never evaluated
 
 __all__ = [
     "BatchMove",
@@ -29,8 +29,10 @@ __all__ = [
     "cpu_keys",
     "cpu_only_device",
     "creators",
+    "host_library",
     "is_move",
     "port_facts",
+    "surely_on_device",
 ]
 
 
@@ -81,6 +83,25 @@ def cpu_keys(batch: str, ctx: Context) -> list[str]:
     from torchport.check.port._collate import cpu_keys as found
 
     return found(batch, ctx)
+
+
+@functools.cache
+def _host_library() -> Callable[[str], bool]:
+    from torchport.check.port._calls import host_library as found
+
+    return found
+
+
+def host_library(name: str) -> bool:
+    """:func:`torchport.check.port._calls.host_library`."""
+    return _host_library()(name)
+
+
+def surely_on_device(expr: ast.expr, scope: PortScope, facts: PortFacts) -> bool:
+    """:func:`torchport.check.port._every_binding.surely_on_device`."""
+    from torchport.check.port._every_binding import surely_on_device as found
+
+    return found(expr, scope, facts)
 
 
 def is_move(call: ast.AST) -> bool:

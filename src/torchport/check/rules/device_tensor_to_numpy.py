@@ -1,5 +1,5 @@
-"""TP522 device-tensor-to-numpy: a device value handed to numpy (or to matplotlib, which reads it
-through numpy), or compared with an array."""
+"""TP522 device-tensor-to-numpy: a device value handed to numpy (or to matplotlib or a host library
+such as scikit-learn, which read it through numpy), or compared with an array."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._plot_axes import TEXT_TAKERS, on_axes
-from torchport.check.rules._port import PortFacts, port_facts
+from torchport.check.rules._port import PortFacts, host_library, port_facts, surely_on_device
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -25,7 +25,9 @@ class DeviceTensorToNumpy(Rule):
     values computed from them) passed to a numpy function (`np.argmax(out)`,
     `np.allclose(pred, expected)`) or to a matplotlib one (`plt.plot(xs, out)`,
     `ax.plot(out)` of `fig, ax = plt.subplots()`, `axes[0].imshow(out)`:
-    matplotlib reads its data with numpy), or compared with a numpy array
+    matplotlib reads its data with numpy) or to a host library that reads it
+    with numpy (scikit-learn's `accuracy_score(y, pred)`, scipy, pandas,
+    seaborn: the line where the device value meets it), or compared with a numpy array
     (`pred == labels_np`); a list (or a dict of lists) they were put in
     (`accs.append(acc)`, `accs[epoch] += acc`, then `plt.plot(accs)`) too, also
     where a function fills a list or dict of the module (`history["loss"]`) and
@@ -58,6 +60,10 @@ class DeviceTensorToNumpy(Rule):
         Example(
             _HEAD + "import matplotlib.pyplot as plt\naccs = []\n"
             "for x in xs:\n    accs.append((model(x) > 0).sum())\nplt.plot(accs)\n"
+        ),
+        Example(
+            _HEAD + "from sklearn.metrics import accuracy_score\n"
+            "pred = model(x).argmax(1)\nacc = accuracy_score(y, pred)\n"
         ),
         Example(
             _HEAD + "labels = np.array([1, 0])\n"
@@ -104,9 +110,13 @@ def _numpy_given_a_device_tensor(
     node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
 ) -> ast.expr | None:
     """The argument on the device of ``np.mean(out)``, ``plt.plot(accs)``; None if none."""
+    args = [*node.args, *(k.value for k in node.keywords)]
+    if host_library(ctx.qualname(node.func) or ""):
+        # (a name also bound to host data, `X` of `np.arange` and of a later batch loop, is
+        # the array there as often as not: only a value on the device by every binding)
+        return next((a for a in args if surely_on_device(a, scope, facts)), None)
     if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, scope, facts, ctx)):
         return None
-    args = [*node.args, *(k.value for k in node.keywords)]
     return next((a for a in args if facts.on_device(a, scope)), None)
 
 
