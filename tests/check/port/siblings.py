@@ -1,4 +1,5 @@
-"""Load a sibling test module (a fuzzer's generators, a runner) by its path, once per name.
+"""Load a sibling test module (a fuzzer's generators, a runner) by its path, once per name;
+the marker of the port tests that plot (``needs_matplotlib``).
 
 ``--import-mode=importlib`` gives each test file no importable package name, so the port
 tests that share the fuzzers' generators and oracles load them from their files.
@@ -10,6 +11,13 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+
+import pytest
+
+needs_matplotlib = pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is None,
+    reason="matplotlib is not installed (pip install torchport[bench])",
+)
 
 
 def load(name: str, path: Path) -> types.ModuleType:

@@ -19,7 +19,6 @@ device type tensor to numpy").
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -32,13 +31,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.siblings import load
+from tests.check.port.siblings import load, needs_matplotlib
 from torchport.check import port_paths
-
-needs_matplotlib = pytest.mark.skipif(
-    importlib.util.find_spec("matplotlib") is None,
-    reason="matplotlib is not installed (pip install torchport[bench])",
-)
 
 project_fuzz = load("project_fuzz_for_host_results", Path(__file__).parent / "test_project_fuzz.py")
 

@@ -18,7 +18,6 @@ so does a list of ``.item()`` floats: those run to their end with the CPU's valu
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -26,13 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.siblings import load
+from tests.check.port.siblings import load, needs_matplotlib
 from torchport.check import check_source, port_paths
-
-needs_matplotlib = pytest.mark.skipif(
-    importlib.util.find_spec("matplotlib") is None,
-    reason="matplotlib is not installed (pip install torchport[bench])",
-)
 
 project_fuzz = load("project_fuzz_for_axes", Path(__file__).parent / "test_project_fuzz.py")
 

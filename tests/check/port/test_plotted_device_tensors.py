@@ -23,7 +23,6 @@ the oracle the ported program run on ``sim``.
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -31,16 +30,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.siblings import load
+from tests.check.port.siblings import load, needs_matplotlib
 from torchport.check import check_source, port_paths
 
 # The programs plot with the real matplotlib (the oracle is the library's own reading of its
 # data); without it they would fail on import, and the tests would hold nothing.
-needs_matplotlib = pytest.mark.skipif(
-    importlib.util.find_spec("matplotlib") is None,
-    reason="matplotlib is not installed (pip install torchport[bench])",
-)
-
 project_fuzz = load("project_fuzz_for_plotted", Path(__file__).parent / "test_project_fuzz.py")
 
 _HEAD = """import matplotlib
