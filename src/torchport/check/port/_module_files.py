@@ -18,7 +18,7 @@ import ast
 import os
 from pathlib import Path
 
-from torchport.check._listing import held, note, real_file
+from torchport.check._listing import held, note, real_path
 from torchport.check._syntax import parsed_module
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -82,10 +82,7 @@ class Lookups:
         try:
             return self.real[path]
         except KeyError:
-            found = real_file(path)  # (one lstat in a span: check/_listing.py)
-            if found is None:
-                found = str(Path(path).resolve())
-            self.real[path] = found
+            found = self.real[path] = real_path(path)  # (one lstat in a span: _listing)
             return found
 
     def version(self, path: Path) -> tuple[str, tuple[int, int]] | None:

@@ -83,7 +83,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check._listing import note, real_file, remembered
+from torchport.check._listing import note, real_path, remembered
 from torchport.check._patterns import lazy_pattern
 
 __all__ = [
@@ -330,9 +330,8 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
 
 
 def _folder_of(path: str) -> Path:
-    """``Path(path).resolve().parent`` (one ``lstat`` a file in a span: ``real_file``)."""
-    found = real_file(path)
-    return Path(path).resolve().parent if found is None else Path(found).parent
+    """``Path(path).resolve().parent`` (one ``lstat`` a file in a span: ``real_path``)."""
+    return Path(real_path(path)).parent
 
 
 def _compiles(ctx: Context) -> bool:
