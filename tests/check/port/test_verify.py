@@ -59,6 +59,27 @@ def test_data_left_on_the_cpu_is_a_finding_with_its_line_and_no_verified(
     assert "model(x)" in script.read_text().splitlines()[line - 1]
 
 
+@pytest.mark.needs_simulator  # runs the project on sim:0: needs torch 2.7+
+def test_a_cpu_constructor_given_a_device_tensor_is_a_device_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``torch.LongTensor(tokens)`` of tokens the port moved where a second binding (the list
+    they were made from) keeps the static report quiet, as in fairseq's emotion_conversion
+    ``synthesize.py``: the run stops there, and that is a device error at that line."""
+    script = tmp_path / "tokens.py"
+    script.write_text(
+        "import torch\n\nmodel = torch.nn.Embedding(4, 2)\ntokens = [1, 2]\n"
+        "tokens = torch.LongTensor(tokens).unsqueeze(0)\nids = torch.LongTensor(tokens)\n"
+        "print(model(ids).shape)\n"
+    )
+    assert main(["port", str(script), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert "at a device error" in out, out
+    found = re.search(r"tokens\.py:(\d+): verify: ", out)
+    assert found is not None, out
+    assert "ids = torch.LongTensor(tokens)" in script.read_text().splitlines()[int(found[1]) - 1]
+
+
 def test_verify_refuses_a_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "a.py"
     script.write_text("import torch\n")

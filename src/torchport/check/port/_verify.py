@@ -55,7 +55,8 @@ _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _DEVICE_WORDS = re.compile(
     r"same device|found at least two devices|device type|convert .* to numpy|"
     r"lengths.*(cpu|CPU)|Expected .* device|on device|"
-    r"set_data.*incompatible tensor type",  # `param.data = t` across devices
+    r"set_data.*incompatible tensor type|"  # `param.data = t` across devices
+    r"got TensorOptions\(.*device=(?!cpu\b)",  # `torch.LongTensor(t)` of a device tensor
 )
 
 

@@ -2,7 +2,8 @@
 
 Shared by TP104 (the ``torch.cuda.*`` family: CUDA only, on by default) and TP903
 (the CPU family: deprecated but runs on every device, off by default): which call
-is one, and the ``torch.tensor``/``torch.empty`` call that replaces it.
+is one, and the ``torch.tensor``/``torch.empty`` call that replaces it; and by TP522,
+where the CPU family is given a device value (:func:`refused_on_device`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ import ast
 from torchport.check._context import Context
 from torchport.check._rule import Fix, FixSafety
 
-__all__ = ["DTYPES", "legacy_constructor", "replacement"]
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["DTYPES", "legacy_constructor", "refused_on_device", "replacement"]
 
 DTYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -33,6 +38,26 @@ def legacy_constructor(node: ast.AST, ctx: Context) -> str | None:
         if name == f"{module}.{func.attr}":
             return module
     return None
+
+
+def refused_on_device(
+    node: ast.AST, ctx: Context, on_device: Callable[[ast.expr], bool]
+) -> str | None:
+    """What to do where ``node`` calls a CPU typed constructor (``torch.FloatTensor(x)``) with
+    a value ``on_device`` says is on the device: it builds a CPU tensor and raises on a
+    device one ("expected TensorOptions(... device=cpu ...)", CUDA and the simulated
+    accelerator alike). None elsewhere."""
+    if legacy_constructor(node, ctx) != "torch":
+        return None
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    if not node.args or not on_device(node.args[0]):
+        return None
+    text = ast.unparse(node.args[0])
+    named = f"`{text}`" if len(text) <= 40 else "its argument"
+    return (
+        f"`{ctx.segment(node.func)}(...)` builds a CPU tensor and raises on {named}, which is "
+        f"on the device: convert it where it is (`.to(torch.{DTYPES[node.func.attr]})`)"
+    )
 
 
 def replacement(node: ast.Call, ctx: Context) -> Fix | None:

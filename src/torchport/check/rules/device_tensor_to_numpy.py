@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._legacy_constructors import refused_on_device
 from torchport.check.rules._plot_axes import TEXT_TAKERS, on_axes
 from torchport.check.rules._port import PortFacts, host_library, port_facts, surely_on_device
 
@@ -32,7 +33,10 @@ class DeviceTensorToNumpy(Rule):
     (`accs.append(acc)`, `accs[epoch] += acc`, then `plt.plot(accs)`) too, also
     where a function fills a list or dict of the module (`history["loss"]`) and
     another reads it. A title, a label or a text (`ax.set_title(f"{loss:.3f}")`)
-    is not reported: matplotlib formats it, as a device tensor allows.
+    is not reported: matplotlib formats it, as a device tensor allows. So is a
+    device value given to a legacy CPU constructor (`torch.FloatTensor(x_test)`
+    of a split of moved data), which raises there ("expected TensorOptions(...
+    device=cpu ...)").
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
@@ -65,6 +69,7 @@ class DeviceTensorToNumpy(Rule):
             _HEAD + "from sklearn.metrics import accuracy_score\n"
             "pred = model(x).argmax(1)\nacc = accuracy_score(y, pred)\n"
         ),
+        Example(_HEAD + "out = model(x)\nlabels = torch.LongTensor(out.argmax(1))\n"),
         Example(
             _HEAD + "labels = np.array([1, 0])\n"
             "pred = model(x).argmax(1)\n"
@@ -78,6 +83,10 @@ class DeviceTensorToNumpy(Rule):
         if scope is None or scope.internal:
             return
         if isinstance(node, ast.Call):
+            built = refused_on_device(node, ctx, lambda e: surely_on_device(e, scope, facts))
+            if built is not None:
+                yield ctx.finding(self, node, message=built)
+                return
             given = _numpy_given_a_device_tensor(node, scope, facts, ctx)
             if given is not None:
                 yield ctx.finding(self, node, message=_read_message(given, scope, facts))
