@@ -50,7 +50,9 @@ def refused_on_device(
     if legacy_constructor(node, ctx) != "torch":
         return None
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-    if not node.args or not on_device(node.args[0]):
+    if not node.args or _rebound_by_its_statement(node.args[0], ctx):
+        return None  # `s = torch.FloatTensor(s)`: the read sees the binding before this one
+    if not on_device(node.args[0]):
         return None
     text = ast.unparse(node.args[0])
     named = f"`{text}`" if len(text) <= 40 else "its argument"
@@ -58,6 +60,22 @@ def refused_on_device(
         f"`{ctx.segment(node.func)}(...)` builds a CPU tensor and raises on {named}, which is "
         f"on the device: convert it where it is (`.to(torch.{DTYPES[node.func.attr]})`)"
     )
+
+
+def _rebound_by_its_statement(given: ast.expr, ctx: Context) -> bool:
+    """``given`` is a name the statement holding the call binds (``s = torch.unsqueeze(
+    torch.FloatTensor(s), 0)`` of a parameter ``s``): the device values that binding makes
+    are not what the call reads."""
+    if not isinstance(given, ast.Name):
+        return False
+    stmt = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.stmt)), None)
+    if isinstance(stmt, ast.Assign):
+        targets = [n for t in stmt.targets for n in ast.walk(t)]
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        targets = [stmt.target]
+    else:
+        return False
+    return any(isinstance(t, ast.Name) and t.id == given.id for t in targets)
 
 
 def replacement(node: ast.Call, ctx: Context) -> Fix | None:
