@@ -1,0 +1,131 @@
+"""Whether a value read at one place is host data by every binding that may reach that read.
+
+The device flow is flow-insensitive (:mod:`~torchport.check.port._every_binding`): a name is a
+device value wherever one of its bindings makes it one. A tutorial reuses its names: ``P =
+np.array([0.7, 0.2, 0.1])`` given to its numpy ``cross_entropy(actual, predicted)``, then ``P =
+torch.tensor(...)`` given to the model. The flow marks ``P``, and through the call the
+parameter ``predicted``, as device values, and TP522 advised ``.detach().cpu()`` on a numpy
+array inside the numpy function: advice that breaks the program where it ran.
+
+:func:`surely_host` answers the narrower question for the read itself: every binding that may
+reach it (:class:`~torchport.check.port._reaching.Reaching`) is host data: a numpy or host
+library's result, a constant, a ``.numpy()``/``.item()`` read, arithmetic or a tuple of such
+(never a list or a dict: what goes in later decides); for a
+parameter, what each call site in the file passes (where the call sites are all known), asked
+again where the call stands. Anything else (a loop's target, an unknown call, a parameter of a
+function used another way) is not sure: the flow's word stands.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check.port._calls import HOST_READS, host_library
+from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.port._kinds import value_kinds
+from torchport.check.semantic import Binding, BindingKind
+
+__all__ = ["surely_host"]
+
+_DEPTH = 6  # bindings and call sites followed at most this deep; past it, not sure
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def surely_host(expr: ast.expr, scope: PortScope, facts: PortFacts) -> bool:
+    """Whether ``expr`` is host data where it stands, by every binding that may reach it."""
+    del scope  # the read's bindings are found from ``expr`` itself
+    return _Asker(facts).host(expr, 0)
+
+
+class _Asker:
+    def __init__(self, facts: PortFacts) -> None:
+        self.facts = facts
+        self.scopes = facts.ctx.scopes
+        kinds = value_kinds(facts)
+        self.reaching, self.callers = kinds.reaching, kinds.callers
+        self.asking: set[int] = set()  # bindings being asked: a cycle is not sure
+
+    def host(self, expr: ast.expr, depth: int) -> bool:
+        if depth > _DEPTH:
+            return False
+        deeper = depth + 1
+        if isinstance(expr, ast.Constant):
+            return True
+        if isinstance(expr, ast.Name):
+            return self._name(expr, deeper)
+        if isinstance(expr, ast.BinOp):
+            return self.host(expr.left, deeper) and self.host(expr.right, deeper)
+        if isinstance(expr, ast.UnaryOp):
+            return self.host(expr.operand, deeper)
+        if isinstance(expr, ast.Subscript):
+            return self.host(expr.value, deeper)
+        if isinstance(expr, ast.Tuple):  # not a list: what is appended to it later decides
+            return all(self.host(e, deeper) for e in expr.elts)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in HOST_READS - {"cpu"}:
+                return True  # `.numpy()`, `.item()`, `.tolist()`, `.size()`
+            name = self.facts.ctx.qualname(func) or ""
+            return name.startswith("numpy.") or host_library(name)
+        return False
+
+    def _name(self, name: ast.Name, depth: int) -> bool:
+        found = self.reaching.may_reach(name)
+        return bool(found) and all(self._binding(b, depth) for b in found)
+
+    def _binding(self, binding: Binding, depth: int) -> bool:
+        if id(binding) in self.asking:
+            return False
+        self.asking.add(id(binding))
+        try:
+            if binding.kind is BindingKind.ASSIGN and binding.value is not None:
+                return self.host(binding.value, depth)
+            if binding.kind is BindingKind.PARAMETER and isinstance(binding.node, ast.arg):
+                return self._parameter(binding.node, depth)
+            return False
+        finally:
+            self.asking.discard(id(binding))
+
+    def _parameter(self, param: ast.arg, depth: int) -> bool:
+        """Every call site in the file passes host data for ``param`` (or leaves a host
+        default); a function called from nowhere, or used another way: not sure."""
+        args = self.scopes.parent(param)
+        func = self.scopes.parent(args) if args is not None else None
+        if not isinstance(func, _FUNCTIONS) or not isinstance(args, ast.arguments):
+            return False
+        if param is args.vararg or param is args.kwarg:
+            return False
+        callers = self.callers
+        sites = callers.call_sites(func)
+        if not sites:
+            return False
+        positional = [*args.posonlyargs, *args.args]
+        if callers.method_of(func) is not None:
+            if positional and positional[0] is param:
+                return False  # self
+            positional = positional[1:]
+        index = next((i for i, p in enumerate(positional) if p is param), None)
+        default = _default(args, param)
+        for call, _ in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                return False
+            given = next((k.value for k in call.keywords if k.arg == param.arg), None)
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            given = given if given is not None else default
+            if given is None or not self.host(given, depth):
+                return False
+        return True
+
+
+def _default(args: ast.arguments, param: ast.arg) -> ast.expr | None:
+    positional = [*args.posonlyargs, *args.args]
+    if param in positional:
+        offset = len(positional) - len(args.defaults)
+        i = positional.index(param)
+        return args.defaults[i - offset] if i >= offset else None
+    if param in args.kwonlyargs:
+        return args.kw_defaults[args.kwonlyargs.index(param)]
+    return None
