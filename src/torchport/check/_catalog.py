@@ -375,7 +375,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "HardCodedMpsOrXpu",
         "hard_coded_mps_or_xpu",
         "hard-coded-mps-or-xpu",
-        True,
+        False,
         "device",
         "none",
         (
