@@ -988,3 +988,32 @@ def test_an_expression_in_a_helper_is_named_as_the_caller_wrote_it() -> None:
     message = str(caught.value)
     assert "batch['y'] on meta (the caller's data['y'])" in message
     assert "batch['x'] on cpu (the caller's data['x'])" in message
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    numbers=st.lists(st.sampled_from(["2.0", "3", "0.5"]), max_size=3),
+    at=st.integers(min_value=0, max_value=3),
+    cpu=st.sampled_from(["c", "batch['x']", "pair[1]"]),
+)
+def test_a_line_calling_the_helper_twice_names_the_call_that_raised(
+    numbers: list[str], at: int, cpu: str
+) -> None:
+    # patrickloeber/pytorchTutorial's `print(forward(5).item(), forward(X).sum().item())`: the
+    # message named the first call's argument, 5, for the CPU tensor the second was given.
+    args = [*numbers[:at], cpu, *numbers[at:]]
+    calls = ", ".join(f"_scaled({a})" for a in args)
+    source = (
+        "import torch\n\nW = torch.ones(2, device='meta')\n\n\n"
+        "def _scaled(a):\n    return W * a\n\n\n"
+        "c = torch.ones(2)\nbatch = {'x': c}\npair = (1.0, c)\n"
+        f"out = ({calls})\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "caller.py"
+        path.write_text(source)
+        code = compile(source, str(path), "exec")
+        with pytest.raises(tp.DeviceMismatchError) as caught, tp.strict():
+            exec(code, {"__name__": "caller"})
+    message = str(caught.value)
+    assert f"a on cpu (the caller's {cpu})" in message, message

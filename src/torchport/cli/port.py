@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
         verified = None
         if args.verify is not None and not result.errors:
             verified = _verify(paths, args)
-            print(verified.summary(), file=report)
+            print(verified.summary(len(result.remaining) + result.unplaced), file=report)
         elif not args.quiet and not result.errors:
             print(_UNVERIFIED, file=report)
     if result.errors:

@@ -305,21 +305,34 @@ def inline_factory(frame: FrameType, device: str | None) -> str | None:
 
 
 def _call_args(caller: FrameType, lineno: int, callee: str) -> tuple[dict[int, str], bool] | None:
-    """Position -> source text of the arguments of the call of ``callee`` on the caller's
-    line, and whether it was called as an attribute (``self.gather(batch)``)."""
-    text = linecache.getline(caller.f_code.co_filename, lineno).strip()
-    try:
-        tree = ast.parse(text.rstrip(":"), mode="exec")
-    except SyntaxError:
+    """Position -> source text of the arguments of the call of ``callee`` the caller was
+    running, and whether it was called as an attribute (``self.gather(batch)``).
+
+    The call is the caller's current instruction's (:func:`expression_at`); where the
+    positions are missing, the one call of ``callee`` on the caller's line. A line calling
+    it more than once (``print(f(5), f(x))``) names none then: the first call is not
+    always the one that raised.
+    """
+    running = expression_at(caller)
+    if isinstance(running, ast.Call) and _called(running) == callee:
+        calls = [running]
+    else:
+        text = linecache.getline(caller.f_code.co_filename, lineno).strip()
+        try:
+            tree = ast.parse(text.rstrip(":"), mode="exec")
+        except SyntaxError:
+            return None
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) == callee]
+    if len(calls) != 1:
         return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name == callee:
-                args = {i: ast.unparse(arg) for i, arg in enumerate(node.args)}
-                return args, isinstance(func, ast.Attribute)
-    return None
+    (call,) = calls
+    args = {i: ast.unparse(arg) for i, arg in enumerate(call.args)}
+    return args, isinstance(call.func, ast.Attribute)
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 def through_helper(

@@ -132,10 +132,20 @@ class Verification:
     def verified(self) -> bool:
         return self.status == "verified" and not self.float64 and not self.host_work
 
-    def summary(self) -> str:
-        """What the run showed, for the port's report: findings first, then one sentence."""
+    def summary(self, left: int = 0) -> str:
+        """What the run showed, for the port's report: findings first, then one sentence.
+
+        ``left`` is what the port itself left (its report's "N left"): a run that ran to its
+        end says those did not stop it, never that nothing is left.
+        """
         uses = [u.finding() for u in self.float64] + [w.finding() for w in self.host_work]
-        return "\n".join([*uses, self._sentence()])
+        sentence = self._sentence()
+        if self.verified and left:
+            sentence = sentence[:-1] + (
+                f"; the {left} finding{'s' * (left != 1)} left above did not stop this run, "
+                "and may on inputs or paths it did not take."
+            )
+        return "\n".join([*uses, sentence])
 
     def _sentence(self) -> str:
         where = f"{self.path}:{self.line}: " if self.path else ""
