@@ -95,6 +95,11 @@ _RETURNS = {  # name -> (the callee's body, given `out`; what is read of `got`; 
     "device_tuple": ("return [out.sum().item()], out.detach().view(-1)", "got[1]", True),
     "device_list": ("outs = []\nouts.append(out.detach().view(-1))\nreturn outs", "got[0]", True),
     "kept": ("keep.append(out.detach().view(-1))\nreturn keep[-1]", "got", True),
+    # vinhkhuc/PyTorch-Mini-Tutorials' `predict`: a method of host data is host data
+    "numpy_argmax": ("return out.detach().cpu().numpy().argmax(axis=1)", "got", False),
+    "numpy_call": ("return np.round(out.detach().cpu().numpy(), 2)", "got", False),
+    "cpu_view": ("return out.detach().cpu().view(-1)", "got", False),
+    "moved_back": ("return out.detach().cpu().view(-1).to(out.device)", "got", True),
 }  # fmt: skip
 _CALLERS = {  # name -> (the callee's definition line, the call given the output)
     "function": ("def run(out):\n", "run(out)"),
