@@ -84,6 +84,10 @@ _BODIES = (
     "        return nn.Linear(2, 2)\n",
     "        pass\n",
     "        def inner():\n            self.{callee}()\n        inner()\n",
+    # the name as a word that is no attribute (the text's count is then no proof)
+    "        s = '{callee}'  # self.{callee}()\n",
+    "        {callee} = 1\n",
+    "        s = '\u00e9'\n",  # not ASCII: the text is not read
 )
 
 
@@ -95,7 +99,7 @@ def _old_builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef, tree: ast
 
     if method.name == "__init__":
         return True
-    chain, inside = _init_chain(cls)
+    chain, inside, _ = _init_chain(cls)
     return method.name in chain and not any(
         isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
         for n in ast.walk(tree)

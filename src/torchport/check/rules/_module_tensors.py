@@ -7,6 +7,7 @@ optimizer subclass makes: both stay on the CPU when the model moves.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 
 from torchport.check._context import Context
 from torchport.check.rules._port import PortFacts, is_move, port_facts
@@ -335,10 +336,13 @@ def _memo(ctx: Context, key: str) -> dict[int, Any]:
     return memo
 
 
-def _run_by_init(cls: ast.ClassDef, ctx: Context) -> tuple[dict[str, ast.FunctionDef], set[int]]:
+def _run_by_init(
+    cls: ast.ClassDef, ctx: Context
+) -> tuple[dict[str, ast.FunctionDef], dict[int, str], Counter[str]]:
     """``__init__`` of ``cls`` and the methods it calls on ``self``, through one another
     (``self.define_network()``: the weights it builds are the module's from the start), by
-    name; and the ids of the ``self.<name>`` of each call made on the way.
+    name; the ``self.<name>`` of each call made on the way (by id: its name); and how many
+    of those there are of each name.
 
     Worked out once per class of the file (asked for each of its methods); not to be changed."""
     memo = _memo(ctx, "module.run_by_init")
@@ -348,10 +352,12 @@ def _run_by_init(cls: ast.ClassDef, ctx: Context) -> tuple[dict[str, ast.Functio
     return found
 
 
-def _init_chain(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]]:
+def _init_chain(
+    cls: ast.ClassDef,
+) -> tuple[dict[str, ast.FunctionDef], dict[int, str], Counter[str]]:
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
     found: dict[str, ast.FunctionDef] = {}
-    inside: set[int] = set()
+    inside: dict[int, str] = {}
     todo = ["__init__"]
     while todo:
         name = todo.pop()
@@ -365,9 +371,9 @@ def _init_chain(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]
                 and isinstance(c.func.value, ast.Name)
                 and c.func.value.id == "self"
             ):
-                inside.add(id(c.func))
+                inside[id(c.func)] = c.func.attr
                 todo.append(c.func.attr)
-    return found, inside
+    return found, inside, Counter(inside.values())
 
 
 def _called_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
@@ -442,11 +448,57 @@ def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Co
     memo = _memo(ctx, "module.built_by_init")
     found = memo.get(id(method))
     if found is None:
-        chain, inside = _run_by_init(cls, ctx)
-        found = memo[id(method)] = method.name in chain and not any(
-            id(n) not in inside for n in _attributes_named(method.name, ctx)
-        )
+        found = memo[id(method)] = _built_by_init(method.name, cls, ctx)
     return bool(found)
+
+
+def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
+    """:func:`builds_the_module` of the method ``name`` of ``cls`` (not ``__init__``).
+
+    The text answers first where it can. In an ASCII file every ``X.<name>`` and every
+    ``def <name>`` writes ``name`` once as a whole word, at a place of its own, so when
+    the whole words ``name`` are exactly the class's own ``def <name>`` (and the
+    ``self.<name>(...)`` calls of ``__init__``'s chain), there is no other ``X.<name>``
+    in the file: the same answer as the walk of every attribute of the tree, which is
+    asked only when the text holds more (a string, a comment, another receiver).
+    """
+    written = _words(ctx.source, name)  # None: not ASCII (NFKC may spell it otherwise)
+    defs = sum(
+        isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body
+    )
+    if written == defs:
+        return False  # no `X.<name>` anywhere: no `self.<name>(...)` puts it in the chain
+    chain, inside, calls = _run_by_init(cls, ctx)
+    if name not in chain:
+        return False
+    if written == defs + calls[name]:
+        return True  # the chain's own `self.<name>(...)` are all the `X.<name>` there are
+    return not any(id(n) not in inside for n in _attributes_named(name, ctx))
+
+
+def _words(source: str, name: str) -> int | None:
+    """How often ``source`` writes ``name`` as a whole word (None: ``source`` is not ASCII).
+
+    ``name`` is an identifier, never a keyword: valid Python never writes one right after a
+    digit, so a word character on either side means a longer word, not ``name``.
+    """
+    if not source.isascii():
+        return None
+    count = 0
+    size = len(name)
+    at = source.find(name)
+    while at >= 0:
+        end = at + size
+        if not (at and _word_char(source[at - 1])) and not (
+            end < len(source) and _word_char(source[end])
+        ):
+            count += 1
+        at = source.find(name, end)
+    return count
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
