@@ -95,11 +95,11 @@ _OTHER_CLASS = "class N:\n    def build(self):\n        self.helper()\n"
 
 
 def _old_builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef, tree: ast.AST) -> bool:
-    from torchport.check.rules._module_tensors import _init_chain  # (the search, not kept)
+    from torchport.check.rules._init_calls import init_chain  # (the search, not kept)
 
     if method.name == "__init__":
         return True
-    chain, inside, _ = _init_chain(cls)
+    chain, inside, _ = init_chain(cls)
     return method.name in chain and not any(
         isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
         for n in ast.walk(tree)

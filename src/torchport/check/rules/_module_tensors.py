@@ -10,6 +10,7 @@ import ast
 from collections import Counter
 
 from torchport.check._context import Context
+from torchport.check.rules._init_calls import init_chain, words
 from torchport.check.rules._port import PortFacts, is_move, port_facts
 from torchport.check.semantic import BindingKind
 
@@ -348,32 +349,8 @@ def _run_by_init(
     memo = _memo(ctx, "module.run_by_init")
     found = memo.get(id(cls))
     if found is None:
-        found = memo[id(cls)] = _init_chain(cls)
+        found = memo[id(cls)] = init_chain(cls)
     return found
-
-
-def _init_chain(
-    cls: ast.ClassDef,
-) -> tuple[dict[str, ast.FunctionDef], dict[int, str], Counter[str]]:
-    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
-    found: dict[str, ast.FunctionDef] = {}
-    inside: dict[int, str] = {}
-    todo = ["__init__"]
-    while todo:
-        name = todo.pop()
-        if name in found or name not in methods:
-            continue
-        found[name] = methods[name]
-        for c in ast.walk(methods[name]):
-            if (
-                isinstance(c, ast.Call)
-                and isinstance(c.func, ast.Attribute)
-                and isinstance(c.func.value, ast.Name)
-                and c.func.value.id == "self"
-            ):
-                inside[id(c.func)] = c.func.attr
-                todo.append(c.func.attr)
-    return found, inside, Counter(inside.values())
 
 
 def _called_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
@@ -462,7 +439,7 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
     in the file: the same answer as the walk of every attribute of the tree, which is
     asked only when the text holds more (a string, a comment, another receiver).
     """
-    written = _words(ctx.source, name)  # None: not ASCII (NFKC may spell it otherwise)
+    written = words(ctx.source, name)  # None: not ASCII (NFKC may spell it otherwise)
     defs = sum(
         isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body
     )
@@ -474,31 +451,6 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
     if written == defs + calls[name]:
         return True  # the chain's own `self.<name>(...)` are all the `X.<name>` there are
     return not any(id(n) not in inside for n in _attributes_named(name, ctx))
-
-
-def _words(source: str, name: str) -> int | None:
-    """How often ``source`` writes ``name`` as a whole word (None: ``source`` is not ASCII).
-
-    ``name`` is an identifier, never a keyword: valid Python never writes one right after a
-    digit, so a word character on either side means a longer word, not ``name``.
-    """
-    if not source.isascii():
-        return None
-    count = 0
-    size = len(name)
-    at = source.find(name)
-    while at >= 0:
-        end = at + size
-        if not (at and _word_char(source[at - 1])) and not (
-            end < len(source) and _word_char(source[end])
-        ):
-            count += 1
-        at = source.find(name, end)
-    return count
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
