@@ -104,6 +104,13 @@ _STATEMENTS = [
     "class Inner:\n    z = nn.Linear(2, 2)",
     "self.blocks: list = [nn.Linear(2, 2)]",
     "return torch.zeros(2)",
+    # the name written where it is no `X.<name>` attribute, or in a text not ASCII: the
+    # text's count of the name's words proves nothing there (the tree is asked)
+    "s = 'self.{m}()'  # other.{m}",
+    "{m} = 2",
+    "s = '\u00e9'",
+    "other.\uff48elper()",  # NFKC: `other.helper()`, a word the ASCII text does not hold
+    "async def {m}(self):\n    pass",
 ]
 _NAMES = ["__init__", "build", "reset", "forward", "helper"]
 
@@ -147,9 +154,11 @@ def _same_tables(source: str) -> None:
         assert sorted(id(n) for n in mt.class_assignments(cls)) == want
         for _ in range(2):  # the second ask is the kept answer
             old_chain, old_inside = _old_run_by_init(cls)
-            chain, inside = mt._run_by_init(cls, ctx)
+            chain, inside, calls = mt._run_by_init(cls, ctx)
             assert {k: id(v) for k, v in chain.items()} == {k: id(v) for k, v in old_chain.items()}
-            assert inside == old_inside
+            assert set(inside) == old_inside
+            named = {id(n): n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)}
+            assert calls == Counter(named[i] for i in old_inside)
             for name in attrs:
                 assert mt._called_by_init(name, cls, ctx) == _old_called_by_init(name, cls)
             for method in [s for s in ast.walk(cls) if isinstance(s, ast.FunctionDef)]:
@@ -180,6 +189,34 @@ def test_the_class_tables_answer_as_the_searches_did_on_module_classes(source: s
 @given(port_programs.programs())
 def test_the_class_tables_answer_as_the_searches_did_on_generated_programs(source: str) -> None:
     _same_tables(source)
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "pass",  # the words are the def and the chain's call: the text answers (built)
+        "other.build()",  # another receiver's `build`: not only `__init__` reaches it
+        "other.\uff42uild()",  # the same, spelt in fullwidth (NFKC): the text is not read
+        "s = 'self.build()'  # self.build()",  # words that are no attribute: the tree asks
+        "build = 2",
+    ],
+)
+def test_builds_the_module_where_the_text_counts_the_name_and_where_it_cannot(
+    elsewhere: str,
+) -> None:
+    source = (
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.build()\n"
+        "    def build(self):\n        self.fc = nn.Linear(2, 2)\n"
+        "    def unused(self):\n        return 1\n"
+        f"    def forward(self, x):\n        {elsewhere}\n        return self.fc(x)\n"
+    )
+    _same_tables(source)
+    tree = ast.parse(source)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    build = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "build")
+    built = mt.builds_the_module(build, cls, Context(source, "<tables>", tree))
+    assert built == ("other." not in elsewhere)  # (NFKC's `other.build` too)
 
 
 def test_the_class_tables_answer_as_the_searches_did_on_the_port_scripts() -> None:

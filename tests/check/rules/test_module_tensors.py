@@ -84,6 +84,10 @@ _BODIES = (
     "        return nn.Linear(2, 2)\n",
     "        pass\n",
     "        def inner():\n            self.{callee}()\n        inner()\n",
+    # the name as a word that is no attribute (the text's count is then no proof)
+    "        s = '{callee}'  # self.{callee}()\n",
+    "        {callee} = 1\n",
+    "        s = '\u00e9'\n",  # not ASCII: the text is not read
 )
 
 
@@ -91,11 +95,11 @@ _OTHER_CLASS = "class N:\n    def build(self):\n        self.helper()\n"
 
 
 def _old_builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef, tree: ast.AST) -> bool:
-    from torchport.check.rules._module_tensors import _init_chain  # (the search, not kept)
+    from torchport.check.rules._init_calls import init_chain  # (the search, not kept)
 
     if method.name == "__init__":
         return True
-    chain, inside = _init_chain(cls)
+    chain, inside, _ = init_chain(cls)
     return method.name in chain and not any(
         isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
         for n in ast.walk(tree)

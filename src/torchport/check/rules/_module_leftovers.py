@@ -146,10 +146,15 @@ def _helper(
         return None
     if isinstance(facts.parents.get(id(func)), ast.ClassDef):
         return None  # a name a class body binds is no function the method sees
+    # The function's own creators first (a walk of its body): most a method calls make
+    # none, and then whether the method builds the module (which may index the whole
+    # file's attributes) need not be asked; either answer alone ends it, in any order.
+    made = _cpu_tensor_made(func, ctx)
+    if made is None:
+        return None
     if builds_the_module(method, scope.cls, ctx):
         return None  # `__init__`: kept in a parameter or buffer, or TP504's plain attribute
-    made = _cpu_tensor_made(func, ctx)
-    if made is None or moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
+    if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
         return None
     message = HELPER.format(name=name, made=ctx.qualname(made.func), line=made.lineno)
     device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)

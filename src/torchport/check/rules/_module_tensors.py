@@ -7,8 +7,10 @@ optimizer subclass makes: both stay on the CPU when the model moves.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 
 from torchport.check._context import Context
+from torchport.check.rules._init_calls import init_chain, words
 from torchport.check.rules._port import PortFacts, is_move, port_facts
 from torchport.check.semantic import BindingKind
 
@@ -335,39 +337,20 @@ def _memo(ctx: Context, key: str) -> dict[int, Any]:
     return memo
 
 
-def _run_by_init(cls: ast.ClassDef, ctx: Context) -> tuple[dict[str, ast.FunctionDef], set[int]]:
+def _run_by_init(
+    cls: ast.ClassDef, ctx: Context
+) -> tuple[dict[str, ast.FunctionDef], dict[int, str], Counter[str]]:
     """``__init__`` of ``cls`` and the methods it calls on ``self``, through one another
     (``self.define_network()``: the weights it builds are the module's from the start), by
-    name; and the ids of the ``self.<name>`` of each call made on the way.
+    name; the ``self.<name>`` of each call made on the way (by id: its name); and how many
+    of those there are of each name.
 
     Worked out once per class of the file (asked for each of its methods); not to be changed."""
     memo = _memo(ctx, "module.run_by_init")
     found = memo.get(id(cls))
     if found is None:
-        found = memo[id(cls)] = _init_chain(cls)
+        found = memo[id(cls)] = init_chain(cls)
     return found
-
-
-def _init_chain(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]]:
-    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
-    found: dict[str, ast.FunctionDef] = {}
-    inside: set[int] = set()
-    todo = ["__init__"]
-    while todo:
-        name = todo.pop()
-        if name in found or name not in methods:
-            continue
-        found[name] = methods[name]
-        for c in ast.walk(methods[name]):
-            if (
-                isinstance(c, ast.Call)
-                and isinstance(c.func, ast.Attribute)
-                and isinstance(c.func.value, ast.Name)
-                and c.func.value.id == "self"
-            ):
-                inside.add(id(c.func))
-                todo.append(c.func.attr)
-    return found, inside
 
 
 def _called_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
@@ -442,11 +425,32 @@ def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Co
     memo = _memo(ctx, "module.built_by_init")
     found = memo.get(id(method))
     if found is None:
-        chain, inside = _run_by_init(cls, ctx)
-        found = memo[id(method)] = method.name in chain and not any(
-            id(n) not in inside for n in _attributes_named(method.name, ctx)
-        )
+        found = memo[id(method)] = _built_by_init(method.name, cls, ctx)
     return bool(found)
+
+
+def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
+    """:func:`builds_the_module` of the method ``name`` of ``cls`` (not ``__init__``).
+
+    The text answers first where it can. In an ASCII file every ``X.<name>`` and every
+    ``def <name>`` writes ``name`` once as a whole word, at a place of its own, so when
+    the whole words ``name`` are exactly the class's own ``def <name>`` (and the
+    ``self.<name>(...)`` calls of ``__init__``'s chain), there is no other ``X.<name>``
+    in the file: the same answer as the walk of every attribute of the tree, which is
+    asked only when the text holds more (a string, a comment, another receiver).
+    """
+    written = words(ctx.source, name)  # None: not ASCII (NFKC may spell it otherwise)
+    defs = sum(
+        isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body
+    )
+    if written == defs:
+        return False  # no `X.<name>` anywhere: no `self.<name>(...)` puts it in the chain
+    chain, inside, calls = _run_by_init(cls, ctx)
+    if name not in chain:
+        return False
+    if written == defs + calls[name]:
+        return True  # the chain's own `self.<name>(...)` are all the `X.<name>` there are
+    return not any(id(n) not in inside for n in _attributes_named(name, ctx))
 
 
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
