@@ -30,6 +30,7 @@ pytest.importorskip("torch")
 
 _BINDINGS = {
     "array": "np.array([0.2, 0.3, 0.5])",
+    "array method": "np.array([0.2, 0.3, 0.5]).astype(np.float32)",  # sotte's mean shift
     "number": "0.5",
     "model input": "torch.rand(3)",  # read by the model below: the port moves it
     "output": "model(torch.rand(3)).detach()",

@@ -9,8 +9,8 @@ array inside the numpy function: advice that breaks the program where it ran.
 
 :func:`surely_host` answers the narrower question for the read itself: every binding that may
 reach it (:class:`~torchport.check.port._reaching.Reaching`) is host data: a numpy or host
-library's result, a constant, a ``.numpy()``/``.item()`` read, arithmetic or a tuple of such
-(never a list or a dict: what goes in later decides); for a
+library's result, a constant, a ``.numpy()``/``.item()`` read, a method of such (not a move),
+arithmetic or a tuple of such (never a list or a dict: what goes in later decides); for a
 parameter, what each call site in the file passes (where the call sites are all known), asked
 again where the call stands. Anything else (a loop's target, an unknown call, a parameter of a
 function used another way) is not sure: the flow's word stands.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport._device_types import MOVE_METHODS
 from torchport.check.port._calls import HOST_READS, host_library
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._kinds import value_kinds
@@ -29,6 +30,8 @@ __all__ = ["surely_host"]
 
 _DEPTH = 6  # bindings and call sites followed at most this deep; past it, not sure
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Methods that may put what they return on a device (`.to(device)`, `.cuda()`, `.type(...)`).
+_MOVING = MOVE_METHODS | frozenset({"to", "type"})
 
 
 def surely_host(expr: ast.expr, scope: PortScope, facts: PortFacts) -> bool:
@@ -66,7 +69,14 @@ class _Asker:
             if isinstance(func, ast.Attribute) and func.attr in HOST_READS - {"cpu"}:
                 return True  # `.numpy()`, `.item()`, `.tolist()`, `.size()`
             name = self.facts.ctx.qualname(func) or ""
-            return name.startswith("numpy.") or host_library(name)
+            if name.startswith("numpy.") or host_library(name):
+                return True
+            # `np.concatenate(xs).astype(np.float32)`: a method of host data stays on the host
+            return (
+                isinstance(func, ast.Attribute)
+                and func.attr not in _MOVING
+                and self.host(func.value, deeper)
+            )
         return False
 
     def _name(self, name: ast.Name, depth: int) -> bool:
