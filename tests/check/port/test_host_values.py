@@ -106,7 +106,7 @@ def _numpy_lines(source: str) -> set[int]:
     return found
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cases=st.lists(
         st.tuples(st.sampled_from(sorted(_BODIES)), st.lists(_step, max_size=6)),
