@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from torchport.check._listing import listed_once
 from torchport.check._records import field, record, replace
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._config import Config
@@ -189,6 +190,18 @@ Progress = Callable[[int, int], None]
 """Told ``(files done, files in all)`` as chunks finish; for a progress display."""
 
 
+# Set by the program's own check (cli/check.py): its chunks run in this process share one
+# span of folder listings (_listing.listed_once), where each chunk opened its own: the module
+# lookups, files' versions and real paths, and the check of every kept answer (a module's
+# facts, a checkout's CUDA extensions) once for the run, not once per chunk (detectron2 ran
+# 11; ~6% of its check). A check writes nothing, so the answers are the same. Not with a
+# cache: an answer found in the span is not noted again for the next file's record (a folder
+# looked for once a span), and the cache keeps those records; nor in a process that may check
+# again (the API): a kept answer's record is checked by the next run, and a whole run's span
+# notes less in it. The program checks once and exits (cli/_main.exit_now).
+ONE_SPAN = False
+
+
 def _sized(chunk: object) -> int:
     return len(getattr(chunk, "files", ()))
 
@@ -198,6 +211,8 @@ def _map(
     chunks: Sequence[_T],
     jobs: int,
     progress: Progress | None = None,
+    *,
+    span: bool = False,
 ) -> list[_R]:
     total = sum(_sized(c) for c in chunks)
     done = 0
@@ -237,10 +252,11 @@ def _map(
                 pool.shutdown()
                 return results
     results = []
+    # `span`: the chunks run here share one span of folder listings (see ONE_SPAN).
     # One pause of the cycle collector for every chunk run here, not one per chunk:
     # a port keeps its siblings' trees (parsed ahead) from chunk to chunk, and the
     # collector scanned all of them again after each chunk (about 5% of a port).
-    with no_cycle_scans():
+    with no_cycle_scans(), listed_once() if span else contextlib.nullcontext():
         for chunk in chunks:
             results.extend(fn(chunk))
             tell(chunk)
@@ -258,7 +274,7 @@ def _cached_check(
     if not cache or run.stdin is not None:
         # (no report's reads are kept: none are recorded)
         chunks = [replace(c, reads=False) for c in chunked(run)]
-        return _map(check_chunk, chunks, run.jobs, progress), 0
+        return _map(check_chunk, chunks, run.jobs, progress, span=ONE_SPAN), 0
     # here: a run with no cache (`--no-cache`, stdin) never loads it (start-up)
     from torchport.check.files._cache import CheckCache, cache_folder
 
