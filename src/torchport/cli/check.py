@@ -130,10 +130,6 @@ def _run(args: argparse.Namespace) -> int:
         return fix.run(args)
     with _imports_kept():
         from torchport.check import check_paths, render, render_statistics
-        from torchport.check.files import _paths
-
-    # the program checks once, then exits: one span of folder listings (files/_paths.py)
-    _paths.ONE_SPAN = AS_PROGRAM and args.no_cache
 
     paths, stdin, _ = run_paths(args)
     if AS_PROGRAM and gc.isenabled():
@@ -157,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
                 cache=False if args.no_cache else (args.cache_dir or True),
                 progress=progress,
                 target_torch=args.target_torch,
+                exits_after=AS_PROGRAM,  # (cli/_main.exit_now)
             )
         finally:
             progress.close()

@@ -5,8 +5,8 @@ folders hold still): the module lookups, the files' versions and real paths, and
 every kept answer's reads are worked out once in a span. A serial check of detectron2 ran 11
 chunks, so 11 spans, each listing the folders, finding the modules and checking every kept
 answer (a folder's CUDA extensions, a module's facts) again. The program's own ``check
---no-cache`` (``cli/check.py`` sets ``_paths.ONE_SPAN``) now runs its chunks in one span;
-with a cache, in another process's API call, and in worker processes, a span per chunk as
+--no-cache`` (``check_paths(exits_after=True)``, from ``cli/check.py``) now runs its chunks
+in one span; with a cache, in an API call, and in worker processes, a span per chunk as
 before (a span notes a folder it looked for once, and the cache's records and a kept
 answer's are read by a later run).
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from torchport.check import _listing
-from torchport.check.files import _paths, check_paths
+from torchport.check.files import check_paths
 
 _FILES = {
     "setup.py": (
@@ -56,27 +56,30 @@ def _project(root: Path) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _run(root: Path, cache: Path | None, select: list[str] | None) -> tuple[object, int]:
+def _run(
+    root: Path, cache: Path | None, select: list[str] | None, *, exits_after: bool = False
+) -> tuple[object, int]:
     before = _listing._SPANS[0]
-    result = check_paths([str(root)], select=select, jobs=1, cache=cache or False)
+    result = check_paths(
+        [str(root)], select=select, jobs=1, cache=cache or False, exits_after=exits_after
+    )
     findings = [(f.path, f.line, f.col, f.code, f.message, f.fix) for f in result.findings]
     return (findings, result.errors, result.files), _listing._SPANS[0] - before
 
 
 @pytest.mark.parametrize("select", [None, ["ALL"]])
 def test_one_span_finds_what_a_span_per_chunk_finds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, select: list[str] | None
+    tmp_path: Path, select: list[str] | None
 ) -> None:
     tree = tmp_path / "tree"
     _project(tree)
     each, spans = _run(tree, None, select)
     assert spans == 3  # an API call: nine files, -j 1, chunks of three (files/_plan.chunked)
     assert each[0], "the project gives findings"  # type: ignore[index]
-    monkeypatch.setattr(_paths, "ONE_SPAN", True)  # as the program's check --no-cache
-    one, spans = _run(tree, None, select)
+    one, spans = _run(tree, None, select, exits_after=True)  # the program's check --no-cache
     assert spans == 1
     assert one == each
-    cached, spans = _run(tree, tmp_path / "cache", select)
+    cached, spans = _run(tree, tmp_path / "cache", select, exits_after=True)
     assert spans == 3  # with a cache: a span per chunk (its records as they were)
     assert cached == each
 
@@ -110,4 +113,3 @@ def test_the_program_runs_one_span_without_a_cache_alone(tmp_path: Path, cache: 
     assert done.stderr.splitlines()[-1] == ("spans 3" if cache else "spans 1")
     assert done.returncode == 1
     assert "tools/run.py:3:" in done.stdout
-    assert _paths.ONE_SPAN is False  # in process (tests, the API): a span per chunk
