@@ -1,10 +1,11 @@
 """A span of work during which the checked tree's folders hold still.
 
-Inside :func:`listed_once` (a chunk of checked files: a check writes nothing while it
-reads) what is worked out from folder listings may be kept for the whole span instead
-of one file's question: :func:`held` gives the span's store (None outside one). The
-port's module lookups keep their folder listings and answers there
-(``check/port/_module_files.py``), so a chunk reads each folder once, not once per file.
+Inside :func:`listed_once` (a chunk of checked files, or all the chunks one check runs in
+this process: a check writes nothing while it reads) what is worked out from folder
+listings may be kept for the whole span instead of one file's question: :func:`held`
+gives the span's store (None outside one). The port's module lookups keep their folder
+listings and answers there (``check/port/_module_files.py``), so a chunk reads each folder
+once, not once per file.
 
 It also records what a check read besides the checked file itself: every reader of
 another file (a sibling module, a ``setup.py``, a ``conftest.py``, a star-imported

@@ -153,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
                 cache=False if args.no_cache else (args.cache_dir or True),
                 progress=progress,
                 target_torch=args.target_torch,
+                exits_after=AS_PROGRAM,  # (cli/_main.exit_now)
             )
         finally:
             progress.close()

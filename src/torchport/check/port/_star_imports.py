@@ -68,8 +68,10 @@ def torch_bindings(
     retain_checked()  # the modules read here are the tree's: checked ones are not parsed twice
     found = {id(s): _named(s, importer, lookups, seen) for s in froms}
     through: dict[str, dict[str, str]] = {}
-    imported = _submodules_imported(froms, plain)
-    _drop_shadowed(found, froms, imported, importer, lookups)
+    imported: set[str] | None = None  # (worked out where a name could be shadowed: few files)
+    if any(found.values()):
+        imported = _submodules_imported(froms, plain)
+        _drop_shadowed(found, froms, imported, importer, lookups)
     for named in froms:  # `from pkg import compat`, `from . import compat`: a submodule
         found_here = _submodules(named, importer, lookups, seen, source)
         for local, (key, reached) in found_here.items():
@@ -82,9 +84,12 @@ def torch_bindings(
                 names = _module_names(alias.name, 0, importer, lookups, seen)
                 if names:
                     through[alias.name] = names
-    for module, names in through.items():
-        for name in [n for n in names if _shadows(module, n, imported, importer, lookups)]:
-            del names[name]
+    if through:
+        if imported is None:
+            imported = _submodules_imported(froms, plain)
+        for module, names in through.items():
+            for name in [n for n in names if _shadows(module, n, imported, importer, lookups)]:
+                del names[name]
     through = {module: names for module, names in through.items() if names}
     return {key: names for key, names in found.items() if names}, through
 
@@ -221,9 +226,10 @@ def _submodules(
         return {}
     if not stmt.level and (stmt.module or "").partition(".")[0] == "torch":
         return {}
-    read = {a.name: _attributes_read(source, a.asname or a.name) for a in stmt.names}
-    if not any(read.values()):
-        return {}  # (before any module is looked for or parsed)
+    # The package and its answer were looked for and kept by _named for this very statement
+    # (the same arguments): asked again, both are the kept ones, so asking them before the
+    # text is scanned reads and fills nothing new; most statements name a module that is no
+    # package (or none of the project's), and most names a package binds itself.
     package = find_module(importer, stmt.module, stmt.level, lookups)
     if package is None or package.name != "__init__.py":
         return {}
@@ -233,12 +239,13 @@ def _submodules(
     dotted = "." * stmt.level + (stmt.module or "")
     found: dict[str, tuple[str, dict[str, str]]] = {}
     for alias in stmt.names:
-        if not read[alias.name]:
-            continue
         key = f"{dotted}.{alias.name}" if stmt.module else f"{dotted}{alias.name}"
         bound = exports[0].get(alias.name, key)
         if alias.name in exports[0] and bound != key:
             continue  # the package binds the name itself (or it is not known to)
+        read = _attributes_read(source, alias.asname or alias.name)
+        if not read:
+            continue  # (before the submodule is looked for)
         if _submodule(stmt.module, alias.name, stmt.level, importer, lookups) is None:
             continue
         names = _module_names(
@@ -248,7 +255,7 @@ def _submodules(
             lookups,
             seen,
         )
-        reached = {n: t for n, t in (names or {}).items() if n in read[alias.name]}
+        reached = {n: t for n, t in (names or {}).items() if n in read}
         if reached:
             found[alias.asname or alias.name] = (key, reached)
     return found

@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from itertools import pairwise
 from pathlib import Path
 
@@ -166,17 +165,22 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
 
 
 _BLOCKS = ("body", "orelse", "finalbody")
-# an import inside a block (indented): the module it names, a cheap look before the walk
-_INDENTED_IMPORT = lazy_pattern(r"^[ \t]+(?:import|from)[ \t]+([\w.]+)", re.MULTILINE)
+# an import inside a block (indented): the module it names, a cheap look before the walk.
+# Both looks run on "\n" + the source and start with that line break, where `^` with
+# re.MULTILINE (the text's start, or after a "\n") would be: a pattern starting with a
+# literal jumps from one line break to the next, `^` is tried at every character (the two
+# looks: 2.4x less on detectron2's files, the same matches).
+_INDENTED_IMPORT = lazy_pattern(r"\n[ \t]+(?:import|from)[ \t]+([\w.]+)")
 
 
 def _blocks(ctx: Context) -> dict[int, int]:
     """The blocks below the module's own (a function's body, an arm, a ``try`` body) that
     surely import a CUDA-only name: ``id(block)`` -> the index of the first such import.
     Once per file, walked only when the source names a candidate at all."""
-    indented = _INDENTED_IMPORT.findall(ctx.source)
+    text = "\n" + ctx.source  # (see _INDENTED_IMPORT)
+    indented = _INDENTED_IMPORT.findall(text)
     apex = _may_call_apex(ctx)
-    package = _CALLED_IMPORT.search(ctx.source) is not None
+    package = _CALLED_IMPORT.search(text) is not None
     if not indented and not apex and not package:
         return {}
     built: frozenset[str] = frozenset()
@@ -283,8 +287,8 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
 # the packages whose functions' calls are a sign for their block: a call resolves to one only
 # through an import line naming it (a cheap look before the walk; `import a, \` lines aside)
 _CALLED_PACKAGES = (*sorted(CUDA_PACKAGES), *sorted(_KERNEL_LIBRARIES), "apex")
-_CALLED_IMPORT = lazy_pattern(
-    r"^[ \t]*(?:import|from)[ \t][^\n]*\b(?:" + "|".join(_CALLED_PACKAGES) + r")\b", re.MULTILINE
+_CALLED_IMPORT = lazy_pattern(  # (on "\n" + the source: see _INDENTED_IMPORT)
+    r"\n[ \t]*(?:import|from)[ \t][^\n]*\b(?:" + "|".join(_CALLED_PACKAGES) + r")\b"
 )
 
 
