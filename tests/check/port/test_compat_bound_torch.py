@@ -55,10 +55,12 @@ _PREFIX = {
 _IDENT = st.sampled_from(["T", "L", "N", "th", "ld", "nn2", "tt", "Lo"])
 
 
-def _files(form: str, names: dict[str, str], local: dict[str, str]) -> dict[str, str]:
+def _files(
+    form: str, names: dict[str, str], local: dict[str, str], init: str = ""
+) -> dict[str, str]:
     """The project's files (``pkg/train.py``'s imports only) for one import form."""
     compat = "\n".join(_BINDS[role].format(names[role]) for role in sorted(names)) + "\n"
-    files = {"pkg/__init__.py": "", "pkg/compat.py": compat}
+    files = {"pkg/__init__.py": init, "pkg/compat.py": compat}
     if form == "star":
         head = "from pkg.compat import *"
     elif form in ("name", "alias", "relative"):
@@ -117,9 +119,12 @@ def _code_lines(source: str) -> list[str]:
     uses=st.lists(st.integers(0, len(_USES) - 1), min_size=1, max_size=5),
     names=st.fixed_dictionaries({r: _IDENT for r in _BINDS}),
     renamed=st.booleans(),
+    # the package's `__init__`: empty, or importing its compat submodule (c34s: with `from .
+    # import compat` there, `from pkg import compat; compat.L(...)` was not followed: silent)
+    init=st.sampled_from(["", "from . import compat\n", "from . import compat as compat\n"]),
 )
 def test_a_compat_bound_name_ports_as_the_direct_import(
-    form: str, uses: list[int], names: dict[str, str], renamed: bool
+    form: str, uses: list[int], names: dict[str, str], renamed: bool, init: str
 ) -> None:
     if len(set(names.values())) < len(names):
         names = {"torch": "T", "load": "L", "nn": "N"}
@@ -130,7 +135,7 @@ def test_a_compat_bound_name_ports_as_the_direct_import(
         local = {r: f"{n}_{r}" for r, n in names.items()}  # `from pkg.compat import L as L_load`
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        files = _files(form, names, local)
+        files = _files(form, names, local, init)
         files["pkg/train.py"] += "\n" + _body(uses, local, _PREFIX.get(form, ""))
         got, got_left = _ported(root / "compat", files)
         direct = {"pkg/__init__.py": "", "pkg/train.py": _direct(local) + _body(uses, local)}

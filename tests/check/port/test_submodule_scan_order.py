@@ -120,7 +120,8 @@ def _scan_first(
             continue
         key = f"{dotted}.{alias.name}" if stmt.module else f"{dotted}{alias.name}"
         bound = exports[0].get(alias.name, key)
-        if alias.name in exports[0] and bound != key:
+        own_import = bound is None and _binds_only_its_submodule(package, alias.name)
+        if alias.name in exports[0] and bound != key and not own_import:
             continue
         if _star_imports._submodule(stmt.module, alias.name, stmt.level, importer, lookups) is None:
             continue
@@ -130,6 +131,24 @@ def _scan_first(
         if reached:
             found[alias.asname or alias.name] = (key, reached)
     return found
+
+
+def _binds_only_its_submodule(package: Path, name: str) -> bool:
+    """Every statement of the ``__init__`` binding ``name`` is ``from . import name`` (the
+    lead's addition to s31r's order, 2026-11-30: that binding is the submodule itself)."""
+    binders: list[tuple[ast.AST, ast.alias | None]] = []
+    for node in ast.walk(ast.parse(package.read_text())):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            hits = [a for a in node.names if (a.asname or a.name.split(".")[0]) == name]
+            binders += [(node, a) for a in hits]
+        elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            binders.append((node, None))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            binders += [(node, None)] if node.name == name else []
+    return bool(binders) and all(
+        isinstance(n, ast.ImportFrom) and n.level == 1 and n.module is None and a and a.name == name
+        for n, a in binders
+    )
 
 
 def _answers(paths: list[Path]) -> tuple[list[object], dict[str, object], int]:

@@ -241,11 +241,14 @@ def _submodules(
     for alias in stmt.names:
         key = f"{dotted}.{alias.name}" if stmt.module else f"{dotted}{alias.name}"
         bound = exports[0].get(alias.name, key)
-        if alias.name in exports[0] and bound != key:
-            continue  # the package binds the name itself (or it is not known to)
+        own = alias.name in exports[0] and bound != key  # the package binds the name itself
+        if own and bound is not None:
+            continue
         read = _attributes_read(source, alias.asname or alias.name)
         if not read:
             continue  # (before the submodule is looked for)
+        if own and not _own_submodule(package, alias.name):
+            continue  # (bound to what is not known: its own submodule only by `from . import`)
         if _submodule(stmt.module, alias.name, stmt.level, importer, lookups) is None:
             continue
         names = _module_names(
@@ -259,6 +262,38 @@ def _submodules(
         if reached:
             found[alias.asname or alias.name] = (key, reached)
     return found
+
+
+def _own_submodule(package: Path, name: str) -> bool:
+    """Whether the package's ``__init__`` (``package``) binds ``name`` only by ``from . import
+    name`` (or ``from . import name as name``): that binding is its submodule, the one a
+    ``from pkg import name`` elsewhere gets (the usual ``__init__`` of a package whose
+    ``compat`` module is read as ``compat.L``). Any other binding of the name there (an
+    assignment, a ``def``, another import) leaves it unknown, as before."""
+    tree = parse_file(package)
+    if tree is None:
+        return False
+    own = False
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 1
+            and node.module is None
+            and any((a.asname or a.name) == name == a.name for a in node.names)
+        ):
+            own = True
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if any((a.asname or a.name.partition(".")[0]) == name for a in node.names):
+                return False
+        elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return False
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return False
+        elif isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+            return False
+    return own
 
 
 def _answer(
