@@ -175,3 +175,15 @@ def test_no_repository_keeps_the_findings(tmp_path: Path) -> None:
     path = write(tmp_path, "from", False, False, "nothing", [("from", "main")])
     (tmp_path / ".git").rmdir()
     assert "TP101" in reported(path)
+
+
+def test_an_edited_script_is_read_again(tmp_path: Path) -> None:
+    """The answers kept for the run rest on the files they read: a script edited so that its
+    call runs only under a flag makes the helper's findings come back in the same process."""
+    for place in ("main", "module"):
+        root = tmp_path / place.replace(" ", "_")
+        root.mkdir()
+        path = write(root, "from", False, False, "nothing", [("from", place)])
+        assert "TP101" not in reported(path)
+        (root / "train_0.py").write_text(script("from", "main, if") + "\n# edited\n")
+        assert "TP101" in reported(path), place
