@@ -7,7 +7,7 @@ installed with a project, and every file of its repository that imports it (one 
 a script that surely imports apex at its top and surely calls ``amp.initialize`` when it runs:
 at its module level, or in the function its ``if __name__ == "__main__":`` block calls, with no
 ``return`` or ``raise`` before the call. Any other way the helper may be reached (an import the
-project view cannot resolve, a string naming it) keeps its findings.
+project view cannot resolve, a string or a notebook naming it) keeps its findings.
 
 Repositories are drawn: how the helper imports apex, whether it has a ``__main__`` block, a
 ``setup.py`` or none, what else the repository holds, and one or two scripts importing the
@@ -66,6 +66,7 @@ EXTRA = {
     "nothing": True,
     "a script without apex importing it": False,
     "a string naming it": False,
+    "a notebook importing it": False,
     "an import the project view cannot resolve": False,
     "another helpers.py beside its own importer": True,
     "a test importing another module": True,
@@ -94,6 +95,9 @@ def write(root: Path, helper: str, main_block: bool, setup: bool, extra: str,
         (root / "plain.py").write_text("from helpers import scale\n\nscale(1, 2)\n")
     elif extra == "a string naming it":
         (root / "plain.py").write_text('import importlib\n\nimportlib.import_module("helpers")\n')
+    elif extra == "a notebook importing it":
+        cell = '{"cells": [{"source": ["from helpers import scale\\n", "scale(1, 2)"]}]}'
+        (root / "explore.ipynb").write_text(cell)
     elif extra == "an import the project view cannot resolve":
         (root / "tools").mkdir()
         (root / "tools" / "run.py").write_text("from helpers import scale\n\nscale(1, 2)\n")
@@ -149,6 +153,7 @@ SCRIPTS = st.lists(
 @example("from", False, True, "nothing", [("from", "main")])
 @example("from", False, False, "a script without apex importing it", [("from", "main")])
 @example("from", False, False, "a string naming it", [("from", "main")])
+@example("from", False, False, "a notebook importing it", [("from", "main")])
 @example("from", False, False, "an import the project view cannot resolve", [("from", "main")])
 @example("from", False, False, "another helpers.py beside its own importer", [("from", "main")])
 @example("from", False, False, "a test importing another module", [("module", "main")])

@@ -23,8 +23,9 @@ import clamp``, ``from pkg import utils``, ``from . import utils``, ``import pkg
   which its missing ``init_paths`` puts on ``sys.path``);
 * a Python string spelling it (``"utils"``, ``"pkg.utils"``, ``"utils.py"``:
   ``importlib.import_module``, ``runpy``, a command line), or a text file that is not Python
-  naming its file or a dotted path through it (a shell script running ``python utils.py``,
-  a config naming ``utils.build``).
+  naming its file, a dotted path through it, or it on an ``import`` line (a shell script
+  running ``python utils.py``, a config naming ``utils.build``, a notebook's ``from utils
+  import clamp``).
 
 Not seen, so not counted: a name assembled at run time (``importlib.import_module(name)``).
 Kept per module path for the run with the paths it read (``check/_listing.remembered``).
@@ -88,11 +89,12 @@ def _importers(root: str, path: str, stem: str) -> tuple[str, ...] | None:
     if texts is None:
         return None
     word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
-    # a text that is not Python naming the file, or a dotted path through the module
+    # a text that is not Python naming the file, a dotted path through the module, or
+    # importing it (a notebook's `from utils import clamp`)
+    name = re.escape(stem.encode())
     spelled = re.compile(
-        rb"(?<![\w])" + re.escape(stem.encode()) + rb"\.py(?![\w])|\w\."
-        + re.escape(stem.encode()) + rb"(?![\w])|(?<![\w.])"
-        + re.escape(stem.encode()) + rb"\.[A-Za-z_]"
+        rb"(?<![\w])" + name + rb"\.py(?![\w])|\w\." + name + rb"(?![\w])|(?<![\w.])"
+        + name + rb"\.[A-Za-z_]|(?:from|import)[ \t][^\n]*?(?<![\w.])" + name + rb"(?![\w])"
     )  # fmt: skip
     # other modules of that name (a file `stem.py`, a package `stem/`), by folder
     others = {
