@@ -40,6 +40,20 @@ beside it) is a mode the program runs without, and is no sign for the file; an i
 ``forward`` falls back to ``F.layer_norm`` for a CPU input, but their ``__init__`` imports
 ``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
 
+So is a **helper of apex scripts**: a module that surely imports apex at its top, is no script
+itself (no ``if __name__ == "__main__":`` block), and whose every importer in its repository
+(one at least: ``rules/_importers.py``, the project view's resolution; any doubt, none) is a
+script that surely imports apex at its top and surely calls :data:`APEX_CUDA_CALLS` when it
+runs: in its module body, or in the function its ``__main__`` block calls (``main()``,
+``sys.exit(main())``), in either with no ``return``, ``raise``, ``assert`` or ``sys.exit``
+before the call, and, for the ``__main__`` route, with no importer of its own
+(``rules/_apex_scripts.py``).
+Sample X's fast_adversarial ``CIFAR10/utils.py`` (judged low (a), 3 rows), imported only by
+``train_fgsm.py``, ``train_pgd.py`` and ``train_free.py``, whose ``main`` calls
+``amp.initialize``. Its ``ImageNet/main_fast.py`` calls it under ``if configs.TRAIN.half and
+not configs.evaluate:`` (an evaluation mode runs without it), so it and its
+``lib/validation.py`` (no apex import of its own) stay reported.
+
 A **line** needs CUDA anyway when its file does, or when a block holding it (a function's
 body, an ``if`` arm, a ``try`` body: any level) surely imports one of those names before the
 statement that holds the line (:func:`needs_cuda_here`): that line runs only once the import
@@ -130,6 +144,7 @@ _EXTENSIONS = "torch.utils.cpp_extension"
 # (answer, paths noted): _listing.remembered's
 _CHECKOUTS: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by checkout folder
 _FOLDERS_SEEN: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by a file's folder
+_SCRIPTS: dict[object, object] = {}  # _apex_script's answers, by path
 
 
 def needs_cuda_anyway(ctx: Context) -> bool:
@@ -218,7 +233,48 @@ def _needs(ctx: Context) -> bool:
         ("cpp_extension" in ctx.source and _compiles(ctx))
         or _imports_cuda(ctx, imported)
         or (_may_call_apex(ctx) and _runs_apex_cuda(ctx, imported))
+        or (_imports_apex(imported) and _helper_of_apex_scripts(ctx))
     )
+
+
+def _imports_apex(imported: list[tuple[str, bool]]) -> bool:
+    return any(path and name.partition(".")[0] == "apex" for name, path in imported)
+
+
+def _helper_of_apex_scripts(ctx: Context) -> bool:
+    """Every importer the repository has (one at least) is an apex script (:func:`_apex_script`);
+    the module is no script itself (``rules/_importers.py``: any doubt, no)."""
+    from torchport.check.rules._importers import importers_of, is_script  # on first use
+
+    if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
+        return False
+    if is_script(ctx.tree):
+        return False
+    importers = importers_of(ctx.path)
+    return bool(importers) and all(_apex_script(p) for p in importers or ())
+
+
+def _apex_script(path: str) -> bool:
+    """The module at ``path`` surely imports apex at its top and surely calls one of
+    :data:`APEX_CUDA_CALLS` when it runs: its module body does, or its entry (the module-level
+    function its ``if __name__ == "__main__":`` block calls, no statement before leaving) does
+    and no module of the repository imports it."""
+    answer = remembered(_SCRIPTS, path, lambda: _is_apex_script(path))
+    return bool(answer)
+
+
+def _is_apex_script(path: str) -> bool:
+    from torchport.check.port._module_files import parse_file  # on first use
+    from torchport.check.rules._apex_scripts import surely_runs
+    from torchport.check.rules._importers import importers_of
+
+    note(path)  # what the answer rests on (check/_listing.py)
+    tree = parse_file(Path(path))
+    if tree is None or not _imports_apex([f for s in tree.body for f in _sure_imports(s)]):
+        return False
+    ctx = Context(Path(path).read_text(encoding="utf-8", errors="surrogateescape"), path, tree)
+    route = surely_runs(ctx, tree, _calls_apex_cuda)
+    return route == "module" or (route == "entry" and importers_of(path) == ())
 
 
 def _may_call_apex(ctx: Context) -> bool:

@@ -54,7 +54,7 @@ import re
 from torchport.check._listing import note, remembered
 from torchport.check._syntax import parsed_module
 
-__all__ = ["every_call_passes"]
+__all__ = ["every_call_passes", "installed_module", "repository_of", "repository_texts"]
 
 _MOST_FILES = 20_000
 _BIGGEST = 4 * 1024 * 1024
@@ -80,7 +80,7 @@ def every_call_passes(
     if not os.path.isfile(path):
         return False
     here = os.path.dirname(os.path.abspath(path))
-    root = _repository(here)
+    root = repository_of(here)
     if root is None:
         return False
     key = ("calls", os.path.abspath(path), name, param, position, by_keyword)
@@ -90,7 +90,8 @@ def every_call_passes(
     return bool(answer)
 
 
-def _repository(folder: str) -> str | None:
+def repository_of(folder: str) -> str | None:
+    """The nearest folder at or above ``folder`` holding ``.git`` (None: none near)."""
     for _ in range(_ABOVE):
         note(os.path.join(folder, ".git"))
         if os.path.exists(os.path.join(folder, ".git")):
@@ -100,6 +101,14 @@ def _repository(folder: str) -> str | None:
             return None
         folder = parent
     return None
+
+
+def repository_texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
+    """(path, bytes) of each text file of the repository at ``root`` (the module docstring's:
+    hidden, cache and virtual-environment folders aside), read once per run; None past
+    ``_MOST_FILES`` files or when one cannot be read."""
+    texts = remembered(_SEEN, ("texts", root), lambda: _texts(root))
+    return texts if isinstance(texts, tuple) else None
 
 
 def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
@@ -141,11 +150,11 @@ def _decide(
     stem = os.path.splitext(os.path.basename(path))[0]
     if stem == "__init__":
         return False  # a package's own names: imported by the package's name
-    if _installed_module(os.path.dirname(path), root):
+    if installed_module(os.path.dirname(path), root):
         return False  # importable once installed: code outside the repository may call it
     # (both asked before the repository is read: neither answer depends on its texts)
-    texts = remembered(_SEEN, ("texts", root), lambda: _texts(root))
-    if not isinstance(texts, tuple):
+    texts = repository_texts(root)
+    if texts is None:
         return False
     word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
     module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
@@ -177,7 +186,7 @@ def _decide(
     return own and calls > 0
 
 
-def _installed_module(folder: str, root: str) -> bool:
+def installed_module(folder: str, root: str) -> bool:
     """Whether a module of ``folder`` may be installed with its project: a packaging file
     (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in its folder or one above it, to the
     top. Which files a packaging file ships (``find_packages()``, ``py_modules``, a ``src``
