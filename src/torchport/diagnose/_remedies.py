@@ -309,9 +309,9 @@ def _call_args(caller: FrameType, lineno: int, callee: str) -> tuple[dict[int, s
     running, and whether it was called as an attribute (``self.gather(batch)``).
 
     The call is the caller's current instruction's (:func:`expression_at`); where the
-    positions are missing, the one call of ``callee`` on the caller's line. A line calling
-    it more than once (``print(f(5), f(x))``) names none then: the first call is not
-    always the one that raised.
+    positions are missing, a call of ``callee`` on the caller's line when the line has
+    exactly one. A line calling it more than once (``print(f(5), f(x))``) names none then:
+    the first call did not always raise.
     """
     running = expression_at(caller)
     if isinstance(running, ast.Call) and _called(running) == callee:

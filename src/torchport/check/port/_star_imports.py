@@ -266,7 +266,7 @@ def _submodules(
 
 def _own_submodule(package: Path, name: str) -> bool:
     """Whether the package's ``__init__`` (``package``) binds ``name`` only by ``from . import
-    name`` (or ``from . import name as name``): that binding is its submodule, the one a
+    name`` (or ``from . import name as name``): that binding is its submodule, what a
     ``from pkg import name`` elsewhere gets (the usual ``__init__`` of a package whose
     ``compat`` module is read as ``compat.L``). Any other binding of the name there (an
     assignment, a ``def``, another import) leaves it unknown, as before."""
