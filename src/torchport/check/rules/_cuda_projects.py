@@ -12,6 +12,12 @@ imports
 
 * a CUDA-only package (:data:`CUDA_PACKAGES`), CUTLASS, or a top-level extension named
   ``*_cuda`` (a module path: ``import selective_scan_cuda``, not ``from x import to_cuda``);
+* or, by a relative import, its own package's extension named ``*_cuda`` (``from . import
+  iou3d_nms_cuda``, ``from .ops.nms_cuda import nms``; sample Y's TAO ``pcdet`` builds it
+  with a ``CUDAExtension`` through a helper): only where no Python source can be what the
+  name is (no ``iou3d_nms_cuda.py`` nor folder beside, and the package's ``__init__.py``,
+  not the file itself, never spells the name), so the import succeeds only with a compiled
+  module, as the top-level ``*_cuda`` one does (:func:`_own_extension`);
 * or an extension its checkout builds for CUDA alone: a name given to ``CUDAExtension(...)``
   by that name in a ``setup.py`` of the checkout (the folder holding ``.git``, else the
   highest one up holding a ``setup.py`` or ``pyproject.toml``), and to no
@@ -179,12 +185,14 @@ def _blocks(ctx: Context) -> dict[int, int]:
     package = _CALLED_IMPORT.search(ctx.source) is not None
     if not indented and not apex and not package:
         return {}
+    relative = "_cuda" in ctx.source and any(n.startswith(".") for n in indented)
     built: frozenset[str] = frozenset()
     if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
         built = cuda_extensions(_folder_of(ctx.path))
     if (
         not apex
         and not package
+        and not relative
         and not any(_package(n) or n.split(".")[0] in built for n in indented)
     ):
         return {}
@@ -276,8 +284,44 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
         return False
     if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
         return False
+    if any(n.startswith(".") and _own_extension(ctx.path, n) for n in names):
+        return True
     built = cuda_extensions(_folder_of(ctx.path))
     return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
+
+
+def _own_extension(path: str, name: str) -> bool:
+    """``name`` (relative: ``.iou3d_nms_cuda``, ``..ops.nms_cuda``), imported by the file at
+    ``path``, is its package's compiled ``*_cuda`` extension: the last part ends in
+    ``_cuda`` and, in the package the dots and the parts before it lead to (a folder, no
+    module file of its name), there is no ``<name>.py`` nor ``<name>/``, and the package's
+    ``__init__.py`` (when there is one, and not the file itself) never spells the name."""
+    level = len(name) - len(name.lstrip("."))
+    parts = name[level:].split(".")
+    ext = parts[-1]
+    if not ext.endswith("_cuda") or ext == "_cuda":
+        return False
+    package = _folder_of(path)
+    for _ in range(level - 1):
+        package = package.parent
+    for part in parts[:-1]:
+        note(package / f"{part}.py")
+        if (package / f"{part}.py").exists():
+            return False  # `from .helpers import to_cuda`: a module's name, not a package
+        package = package / part
+    init = package / "__init__.py"
+    for looked in (package, package / f"{ext}.py", package / ext, init):
+        note(looked)
+    if not package.is_dir() or (package / f"{ext}.py").exists() or (package / ext).exists():
+        return False
+    if not init.is_file():
+        return True
+    if init.resolve() == Path(real_path(path)):
+        return False  # the package's own `__init__` may bind the name anywhere in it
+    try:
+        return ext not in init.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 # the packages whose functions' calls are a sign for their block: a call resolves to one only
@@ -319,7 +363,12 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
     if isinstance(stmt, ast.Import):
         return [(a.name, True) for a in stmt.names]
     if isinstance(stmt, ast.ImportFrom):
-        if stmt.level or not stmt.module:
+        if stmt.level:  # relative: the dots kept, resolved by _own_extension
+            dots = "." * stmt.level
+            base = f"{dots}{stmt.module}" if stmt.module else ""
+            names = [(f"{base or dots}{'.' if base else ''}{a.name}", False) for a in stmt.names]
+            return [(base, True), *names] if base else names
+        if not stmt.module:
             return []
         return [(stmt.module, True), *((f"{stmt.module}.{a.name}", False) for a in stmt.names)]
     if isinstance(stmt, ast.If) and stmt.orelse:
