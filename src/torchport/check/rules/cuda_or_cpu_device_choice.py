@@ -42,9 +42,7 @@ class CudaOrCpuDeviceChoice(Rule):
     what the choice places with worker processes (`model.share_memory()`,
     `Process(args=(model,))`): Horovod's collectives and `torch.multiprocessing` take CPU or CUDA
     tensors only. So are a choice the next statement binds over unread, one in a build script,
-    and `if use_cuda:` on the function's own parameter whose branch only marks NVTX ranges
-    (`torch.cuda.nvtx.range_push(tag)`: the caller decides, and no device is picked;
-    `_idle_choices`).
+    and `if use_cuda:` on the function's own parameter over NVTX marks only (`_idle_choices`).
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs everywhere. But it
