@@ -194,7 +194,10 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 
 
 def _flag_exit_says_cuda(node: ast.AST, ctx: Context) -> bool:
-    """:func:`._instance_flags.flag_exit_says_cuda`, its module read on first use."""
+    """:func:`._instance_flags.flag_exit_says_cuda`, its module read on first use (only for
+    a line inside a class: a method's)."""
+    if not any(isinstance(a, ast.ClassDef) for a in ctx.ancestors):
+        return False
     from torchport.check.rules._instance_flags import flag_exit_says_cuda
 
     return flag_exit_says_cuda(node, ctx)
