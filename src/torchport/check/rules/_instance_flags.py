@@ -19,8 +19,8 @@ Left alone only when all of this holds (otherwise the CUDA stays reported):
   ``test_guard`` gives ``DEVICE_TYPE``, and ``every_accelerator_arm`` does not hold: not
   ``self.device.type != "cpu"``);
 * across the file's repository (``rules/_project_calls``' reading: the tree under the
-  nearest ``.git``; none, or the module importable once installed, keeps the finding) that
-  assignment is the only write of any ``.<flag>`` attribute: no other assignment, augmented
+  nearest ``.git``; none, or the module importable once installed, keeps the finding) nothing
+  but that assignment writes any ``.<flag>`` attribute: no other assignment, augmented
   assignment or ``del`` of ``x.<flag>`` for any ``x``, no string spelling the flag
   (``setattr(obj, "<flag>", v)``, a config), no non-Python text file naming it.
 """
