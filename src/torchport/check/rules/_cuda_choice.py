@@ -164,7 +164,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
     that holds no tensor (:func:`moves_nothing`), a default that never runs
-    (:func:`_default_never_runs`), and CUDA
+    (:func:`_default_never_runs`), a line past ``if not self.<flag>: return`` whose flag is
+    bound once to a test saying CUDA (``_instance_flags``), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
     code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
     """
@@ -184,12 +185,22 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
         return True
     guard = device_guard(node, ctx)
     if guard is None:
-        return False
+        return _flag_exit_says_cuda(node, ctx)
     if guard is Guard.DEVICE_TYPE or not isinstance(node, ast.Call):
         return True
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _flag_exit_says_cuda(node: ast.AST, ctx: Context) -> bool:
+    """:func:`._instance_flags.flag_exit_says_cuda`, its module read on first use (only for
+    a line inside a class: a method's)."""
+    if not any(isinstance(a, ast.ClassDef) for a in ctx.ancestors):
+        return False
+    from torchport.check.rules._instance_flags import flag_exit_says_cuda
+
+    return flag_exit_says_cuda(node, ctx)
 
 
 def _tests_a_kernel(ctx: Context) -> bool:

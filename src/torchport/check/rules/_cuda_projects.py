@@ -12,6 +12,12 @@ imports
 
 * a CUDA-only package (:data:`CUDA_PACKAGES`), CUTLASS, or a top-level extension named
   ``*_cuda`` (a module path: ``import selective_scan_cuda``, not ``from x import to_cuda``);
+* or, by a relative import, its own package's extension named ``*_cuda`` (``from . import
+  iou3d_nms_cuda``, ``from .ops.nms_cuda import nms``; sample Y's TAO ``pcdet`` builds it
+  with a ``CUDAExtension`` through a helper): only where no Python source can be what the
+  name is (no ``iou3d_nms_cuda.py`` nor folder beside, and the package's ``__init__.py``,
+  not the file itself, never spells the name), so the import succeeds only with a compiled
+  module, as the top-level ``*_cuda`` one does (``rules/_own_extensions.py``);
 * or an extension its checkout builds for CUDA alone: a name given to ``CUDAExtension(...)``
   by that name in a ``setup.py`` of the checkout (the folder holding ``.git``, else the
   highest one up holding a ``setup.py`` or ``pyproject.toml``), and to no
@@ -98,6 +104,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note, real_path, remembered
 from torchport.check._patterns import lazy_pattern
+from torchport.check.rules._own_extensions import own_extension
 
 __all__ = [
     "APEX_CUDA_CALLS",
@@ -198,12 +205,14 @@ def _blocks(ctx: Context) -> dict[int, int]:
     package = _CALLED_IMPORT.search(text) is not None
     if not indented and not apex and not package:
         return {}
+    relative = "_cuda" in ctx.source and any(n.startswith(".") for n in indented)
     built: frozenset[str] = frozenset()
     if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
         built = cuda_extensions(_folder_of(ctx.path))
     if (
         not apex
         and not package
+        and not relative
         and not any(_package(n) or n.split(".")[0] in built for n in indented)
     ):
         return {}
@@ -336,6 +345,8 @@ def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
         return False
     if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
         return False
+    if any(n.startswith(".") and own_extension(ctx.path, n) for n in names):
+        return True
     built = cuda_extensions(_folder_of(ctx.path))
     return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
 
@@ -379,7 +390,12 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
     if isinstance(stmt, ast.Import):
         return [(a.name, True) for a in stmt.names]
     if isinstance(stmt, ast.ImportFrom):
-        if stmt.level or not stmt.module:
+        if stmt.level:  # relative: the dots kept, resolved by own_extension
+            dots = "." * stmt.level
+            base = f"{dots}{stmt.module}" if stmt.module else ""
+            names = [(f"{base or dots}{'.' if base else ''}{a.name}", False) for a in stmt.names]
+            return [(base, True), *names] if base else names
+        if not stmt.module:
             return []
         return [(stmt.module, True), *((f"{stmt.module}.{a.name}", False) for a in stmt.names)]
     if isinstance(stmt, ast.If) and stmt.orelse:

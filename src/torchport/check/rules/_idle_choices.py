@@ -11,6 +11,13 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   WITH_CUDA else ["cpu"]``): there CUDA-or-CPU is which kernels to compile, and nothing
   runs on a device. One of the two imports alone is not this (a program may import
   ``torch.utils.cpp_extension`` to compile a kernel it then runs on CUDA).
+* A branch ``if use_cuda:`` whose flag is a parameter of the function holding it (its
+  default, if any, a constant; never rebound there) and whose only CUDA is NVTX's
+  annotations (``torch.cuda.nvtx.range_push(tag)``; sample Y's N1, pytorch-pfn-extras'
+  ``record(use_cuda=False)``): the caller decides, and the branch marks a profiler range,
+  picking no device and placing nothing. A flag bound in the function (``use_cuda =
+  torch.cuda.is_available()``) or a branch naming CUDA otherwise (``.cuda()``, ``"cuda"``,
+  ``torch.cuda.synchronize()``) keeps the finding.
 """
 
 from __future__ import annotations
@@ -24,8 +31,60 @@ __all__ = ["decides_nothing"]
 
 
 def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the choice at ``node`` is overwritten unread at once, or is a build script's."""
-    return _builds_extensions(ctx) or _overwritten_unread(node, ctx)
+    """Whether the choice at ``node`` is overwritten unread at once, is a build script's, or
+    only marks NVTX ranges on its caller's say."""
+    return (
+        _builds_extensions(ctx)
+        or _overwritten_unread(node, ctx)
+        or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
+    )
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NVTX = "torch.cuda.nvtx"
+
+
+def _annotates_on_request(node: ast.If, ctx: Context) -> bool:
+    """``if flag:`` on a parameter of the enclosing function, never rebound there, whose
+    branch names CUDA only through ``torch.cuda.nvtx.*``."""
+    flag = node.test
+    func = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
+    if not isinstance(flag, ast.Name) or func is None:
+        return False
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(args.defaults) :],
+                        args.defaults, strict=True))  # fmt: skip
+    defaults |= {p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+    if flag.id not in {p.arg for p in (*positional, *args.kwonlyargs)}:
+        return False
+    default = defaults.get(flag.id)
+    if default is not None and not isinstance(default, ast.Constant):
+        return False  # `use_cuda=torch.cuda.is_available()`
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Name) and sub.id == flag.id and not isinstance(sub.ctx, ast.Load):
+            return False
+        if isinstance(sub, (ast.Global, ast.Nonlocal)) and flag.id in sub.names:
+            return False
+    return _only_nvtx(node.body, ctx)
+
+
+def _only_nvtx(body: list[ast.stmt], ctx: Context) -> bool:
+    """No CUDA in ``body`` but ``torch.cuda.nvtx.*``: no ``"cuda"`` string, no ``.cuda``,
+    no other name under ``torch.cuda``."""
+    todo: list[ast.AST] = [*body]
+    while todo:
+        sub = todo.pop()
+        if isinstance(sub, (ast.Attribute, ast.Name)):
+            name = ctx.qualname(sub) or ""
+            if name == _NVTX or name.startswith(f"{_NVTX}."):
+                continue  # the whole chain is NVTX's
+            if name.startswith("torch.cuda") or getattr(sub, "attr", None) == "cuda":
+                return False
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "cuda" in sub.value:
+            return False
+        todo.extend(ast.iter_child_nodes(sub))
+    return True
 
 
 _SETUP = frozenset({"setuptools.setup", "distutils.core.setup"})

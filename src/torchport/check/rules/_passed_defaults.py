@@ -12,9 +12,11 @@ method other than ``__init__`` is not followed: a framework may call it by name
 Left alone only when all of this holds (for a public one, the first and last points and
 ``_project_calls``'s own in place of the middle two); otherwise the default is reported:
 
-* the function has no decorator (one may keep it, wrap it, register it); for a class's
-  ``__init__`` the class has none, no metaclass, and no base but ``object`` or
-  ``torch.nn.Module`` (another base, HF's ``from_pretrained``, may build ``cls(...)``);
+* the function has no decorator (one may keep it, wrap it, register it) but those of
+  :data:`SAME_CALL_DECORATORS`, whose wrapper calls the function with the arguments it was
+  given and nothing else (below); for a class's ``__init__`` the class has none, no
+  metaclass, and no base but ``object`` or ``torch.nn.Module`` (another base, HF's
+  ``from_pretrained``, may build ``cls(...)``);
 * the name is defined once in its scope (the module, or the enclosing function) and never
   imported, rebound, deleted, declared ``global``/``nonlocal``, read as an attribute
   (``mod._f``), spelled as a string (``__all__``, ``globals()["_f"]``), and the scope calls
@@ -30,6 +32,19 @@ A function with no call at all has its default reported (nothing shows it is unu
 is a default whose evaluation needs CUDA (``device=torch.zeros(1).cuda().device``): Python
 evaluates it when the ``def`` runs, used or not. Only a constant, ``a if t else b`` of such (a
 test calling nothing but ``is_available()``) or ``torch.device(...)`` of constants qualifies.
+
+The decorators known to call the function with its caller's arguments (sample Y, pos 88:
+kimi-k3's ``@contextmanager def autocast_ctx(device="cuda")``, every call passing the
+device, was reported for the decorator alone), each read in its library's source:
+``contextlib.contextmanager``/``asynccontextmanager`` (``helper(*args, **kwds)`` builds
+``_GeneratorContextManager(func, args, kwds)``, which calls ``func(*args, **kwds)``);
+``functools.cache``/``lru_cache`` (``_lru_cache_wrapper`` calls ``user_function(*args,
+**kwds)``, or not at all on a hit); torch's grad modes ``no_grad``, ``enable_grad``,
+``inference_mode``, ``set_grad_enabled`` (``_DecoratorContextManager.__call__``:
+``func(*args, **kwargs)`` inside the mode), bare or called. Not others: a user's decorator
+(``functools.wraps`` or not: it may fill in or drop arguments), ``functools.wraps`` itself,
+``staticmethod``/``property``, ``torch.jit.script`` (TorchScript compiles the signature),
+``torch.compile`` and ``torch.autocast`` (no sample row needed them; not read).
 """
 
 from __future__ import annotations
@@ -38,18 +53,32 @@ import ast
 
 from torchport.check._context import Context
 
-__all__ = ["default_never_runs", "parameter_defaulted"]
+__all__ = ["SAME_CALL_DECORATORS", "default_never_runs", "parameter_defaulted"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _INTROSPECTION = frozenset({"eval", "exec", "locals", "globals", "vars"})
 _BASES = frozenset({"object", "torch.nn.Module", "torch.nn.modules.module.Module"})
+_GRAD_MODES = ("no_grad", "enable_grad", "inference_mode", "set_grad_enabled")
+_BARE_ONLY = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+_BARE_ONLY |= {"functools.cache"}  # each takes the function itself
+# decorators whose wrapper calls the function with exactly its caller's arguments (above)
+SAME_CALL_DECORATORS = frozenset(
+    {
+        *("contextlib.contextmanager", "contextlib.asynccontextmanager"),
+        *("functools.cache", "functools.lru_cache"),
+        *(f"{where}.{mode}" for where in ("torch", "torch.autograd") for mode in _GRAD_MODES),
+        *(f"torch.autograd.grad_mode.{mode}" for mode in _GRAD_MODES),
+    }
+)
 
 
 def default_never_runs(param: str, ctx: Context) -> bool:
     """Whether the default of ``param`` (of the ``ast.arguments`` being checked, or holding
     the node being checked) never runs."""
     chain = ctx.ancestors[:-1] if isinstance(ctx.parent, ast.arguments) else ctx.ancestors
-    if len(chain) < 2 or not isinstance(chain[-1], _FUNCTIONS) or chain[-1].decorator_list:
+    if len(chain) < 2 or not isinstance(chain[-1], _FUNCTIONS):
+        return False
+    if not all(_same_call(d, ctx) for d in chain[-1].decorator_list):
         return False
     func, holder = chain[-1], chain[-2]
     target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef = func
@@ -80,6 +109,21 @@ def default_never_runs(param: str, ctx: Context) -> bool:
     if not calls:
         return False
     return all(_passes(c, position, by_keyword, param) for c in calls)
+
+
+def _same_call(decorator: ast.expr, ctx: Context) -> bool:
+    """``decorator`` is one of :data:`SAME_CALL_DECORATORS`, bare, or called with constants
+    (``@torch.no_grad()``, ``@functools.lru_cache(maxsize=8)``; not ``@lru_cache(g)``
+    or ``@torch.no_grad(g)``, which wrap ``g`` and call it with the function)."""
+    if isinstance(decorator, ast.Call):
+        if not all(
+            isinstance(a, ast.Constant)
+            for a in (*decorator.args, *(k.value for k in decorator.keywords))
+        ):
+            return False
+        name = ctx.qualname(decorator.func)
+        return name in SAME_CALL_DECORATORS and name not in _BARE_ONLY
+    return ctx.qualname(decorator) in SAME_CALL_DECORATORS
 
 
 def _private(name: str) -> bool:

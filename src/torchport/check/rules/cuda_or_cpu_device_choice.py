@@ -41,8 +41,8 @@ class CudaOrCpuDeviceChoice(Rule):
     or the CPU is all they can use (`_cpu_or_cuda_only`): one importing Horovod, or one sharing
     what the choice places with worker processes (`model.share_memory()`,
     `Process(args=(model,))`): Horovod's collectives and `torch.multiprocessing` take CPU or CUDA
-    tensors only. So are a choice the next statement binds over unread and one in a build script
-    (`_idle_choices`).
+    tensors only. So are a choice the next statement binds over unread, one in a build script,
+    and `if use_cuda:` on the function's own parameter over NVTX marks only (`_idle_choices`).
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs everywhere. But it
