@@ -24,6 +24,7 @@ from torchport._device_types import MOVE_METHODS
 from torchport.check.port._calls import HOST_READS, host_library
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._kinds import value_kinds
+from torchport.check.port._parameters import parameter_default
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["surely_host"]
@@ -115,7 +116,7 @@ class _Asker:
                 return False  # self
             positional = positional[1:]
         index = next((i for i, p in enumerate(positional) if p is param), None)
-        default = _default(args, param)
+        default = parameter_default(args, param)
         for call, _ in sites:
             if any(isinstance(a, ast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords
@@ -128,14 +129,3 @@ class _Asker:
             if given is None or not self.host(given, depth):
                 return False
         return True
-
-
-def _default(args: ast.arguments, param: ast.arg) -> ast.expr | None:
-    positional = [*args.posonlyargs, *args.args]
-    if param in positional:
-        offset = len(positional) - len(args.defaults)
-        i = positional.index(param)
-        return args.defaults[i - offset] if i >= offset else None
-    if param in args.kwonlyargs:
-        return args.kw_defaults[args.kwonlyargs.index(param)]
-    return None

@@ -21,7 +21,7 @@ from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._value_kind import Elements, Kind, join, memoized
 from torchport.check.semantic import ScopeMap
 
-__all__ = ["CallerKinds", "hands_back"]
+__all__ = ["CallerKinds", "hands_back", "parameter_default"]
 
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor"})
 _PLAIN_ANNOTATIONS = frozenset({"int", "float", "str", "bool", "bytes", "None"})
@@ -116,7 +116,7 @@ class CallerKinds:
             return Kind.OTHER  # self / cls
         sites = self.call_sites(func)
         if not sites:
-            default = self._default(args, arg)
+            default = parameter_default(args, arg)
             if isinstance(default, ast.Constant) and isinstance(
                 default.value, int | float | str | bytes
             ):
@@ -127,7 +127,7 @@ class CallerKinds:
         if method is not None:
             positional = positional[1:]
         index = next((i for i, p in enumerate(positional) if p is arg), None)
-        default = self._default(args, arg)
+        default = parameter_default(args, arg)
         kinds: list[Kind] = []
         for call, _ in sites:
             if any(isinstance(a, ast.Starred) for a in call.args) or any(
@@ -158,17 +158,6 @@ class CallerKinds:
         if text in _TENSOR_ANNOTATIONS:
             return Kind.TENSOR
         return Kind.OTHER if text in _PLAIN_ANNOTATIONS else None
-
-    @staticmethod
-    def _default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
-        positional = [*args.posonlyargs, *args.args]
-        if arg in positional:
-            offset = len(positional) - len(args.defaults)
-            i = positional.index(arg)
-            return args.defaults[i - offset] if i >= offset else None
-        if arg in args.kwonlyargs:
-            return args.kw_defaults[args.kwonlyargs.index(arg)]
-        return None
 
     def method_of(self, func: ast.AST) -> ast.ClassDef | None:
         """The class ``func`` is a method of, if it is one."""
@@ -352,3 +341,15 @@ def hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool
         isinstance(node, ast.Return) and node.value is not None and handed(node.value)
         for node in ast.walk(func)
     )
+
+
+def parameter_default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
+    """The default value of parameter ``arg`` of ``args`` (None: it has none)."""
+    positional = [*args.posonlyargs, *args.args]
+    if arg in positional:
+        offset = len(positional) - len(args.defaults)
+        i = positional.index(arg)
+        return args.defaults[i - offset] if i >= offset else None
+    if arg in args.kwonlyargs:
+        return args.kw_defaults[args.kwonlyargs.index(arg)]
+    return None
