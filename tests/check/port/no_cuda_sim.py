@@ -72,3 +72,29 @@ def in_a_child(child_source: str, job: Any) -> Any:
         )  # fmt: skip
     assert child.returncode == 0, child.stderr[-3000:]
     return json.loads(child.stdout.splitlines()[-1])
+
+
+_STOPS = """
+import json, runpy, sys, traceback
+import torch
+from torchport.testing import simulate_accelerator
+
+simulate_accelerator()
+stops = []
+for path in json.loads(open(sys.argv[1]).read()):
+    try:
+        runpy.run_path(path, run_name="__main__")
+        stops.append(None)
+    except Exception as exc:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+        stops.append([type(exc).__name__, str(exc), frames[-1].lineno if frames else None])
+print(json.dumps(stops))
+"""
+
+
+def stops_on_sim(paths: list[str]) -> list[tuple[str, str, int | None] | None]:
+    """Each program file run on the simulated accelerator in one child: None where it ran to
+    its end, else (the exception's type name, its message, the last line of that file in
+    the traceback)."""
+    found = in_a_child(_STOPS, paths)
+    return [None if stop is None else (stop[0], stop[1], stop[2]) for stop in found]

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import in_a_child
+from tests.check.port.no_cuda_sim import stops_on_sim
 from torchport.check.port import port_text
 
 pytest.importorskip("torch")
@@ -37,28 +37,6 @@ _VALUES = {
     "copied back": "model(x).detach().cpu()",
     "list": "[1.0, 2.0]",
 }
-_CHILD = """
-import json, runpy, sys, traceback
-import torch
-from torchport.testing import simulate_accelerator
-
-simulate_accelerator()
-stops = []
-for path in json.loads(open(sys.argv[1]).read()):
-    try:
-        runpy.run_path(path, run_name="__main__")
-        stops.append(None)
-    except TypeError as exc:
-        got = str(exc).partition("(got ")[2]  # what the constructor was given
-        if "device=" not in got:
-            stops.append(repr(exc))
-        elif "device=cpu" in got:
-            stops.append(None)  # a CPU tensor of another dtype: raises on the CPU as well
-        else:
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-            stops.append(frames[-1].lineno)
-print(json.dumps(stops))
-"""
 
 
 def _program(made: str, constructor: str) -> str:
@@ -95,7 +73,18 @@ def test_a_cpu_constructor_of_a_device_value_is_reported_where_the_run_stops(
                 )
             )
             paths.append(str(path))
-        stops = in_a_child(_CHILD, paths)
+        stops = [_device_stop(stop) for stop in stops_on_sim(paths)]
     for case, stop, found in zip(cases, stops, reported, strict=True):
-        assert not isinstance(stop, str), (case, stop)  # only the constructor's TypeError
         assert found == ([] if stop is None else [stop]), (case, stop, found)
+
+
+def _device_stop(stop: tuple[str, str, int | None] | None) -> int | None:
+    """The line where the constructor refused a tensor on the device; None where the program
+    ran to its end, or the constructor refused a CPU tensor of another dtype (it raises on the
+    CPU as well). Anything else stopping the run fails the test."""
+    if stop is None:
+        return None
+    kind, message, line = stop
+    got = message.partition("(got ")[2]  # what the constructor was given
+    assert kind == "TypeError" and "device=" in got, stop  # only the constructor's TypeError
+    return None if "device=cpu" in got else line
