@@ -53,7 +53,9 @@ _TAILS = frozenset({"is_available"})
 _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
     "get_device_name", "get_device_capability", "device_count", "manual_seed",
     "manual_seed_all", "empty_cache", "ipc_collect", "reset_peak_memory_stats",
-    "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary"))  # fmt: skip
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary",
+    "max_memory_reserved", "memory_cached", "max_memory_cached", "memory_stats",
+    "mem_get_info"))  # fmt: skip
 # ... and saving or restoring CUDA's RNG state (`"cuda": torch.cuda.get_rng_state() if
 # torch.cuda.is_available() else None` in a checkpoint): seeding's kin, no device is picked
 _RNG_STATE = frozenset(f"torch.cuda.{n}" for n in ("get_rng_state", "get_rng_state_all",

@@ -23,11 +23,12 @@ class CudaOrCpuDeviceChoice(Rule):
     Finds choices between CUDA and the CPU made with `torch.cuda.is_available()` (directly or
     through a flag bound to it): the idiom
     `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, and branches such as
-    `if torch.cuda.is_available(): model.cuda()` or
-    `mem = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`. The CUDA code inside
-    such a branch is not reported by TP101 or TP401: this rule reports the choice once, spanning
-    the CUDA branch. A branch naming no CUDA device or API (a dtype choice, building a CUDA
-    extension, CUDA's RNG state) is no device choice and is left alone, as are
+    `if torch.cuda.is_available(): model.cuda()`. The CUDA code inside such a branch is not
+    reported by TP101 or TP401: this rule reports the choice once, spanning the CUDA branch. A
+    branch naming no CUDA device or API (a dtype choice, building a CUDA extension, CUDA's RNG
+    state) or only asking CUDA questions (its memory statistics, `mem =
+    torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`, `empty_cache()`) is no
+    device choice and is left alone, as are
     `assert torch.cuda.is_available()` and chains that also test MPS or XPU
     (`elif torch.backends.mps.is_available():`).
 
