@@ -139,9 +139,13 @@ def _stacks(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _close(a: list[float], b: list[float]) -> bool:
+    # An LSTM runs the CPU's fused kernel on the host and torch's composite cell on the
+    # simulated device: its outputs differ in the last float32 bit (6e-8 measured), and a few
+    # training steps behind a spectral norm's power iteration grow that to ~1e-4 relative
+    # (hypothesis found batchnorm-LSTM-spectral-norm-batchnorm at 1.6e-4 on a clean clone).
     if len(a) != len(b):
         return False
-    return all(abs(x - y) <= 1e-5 * (1 + abs(x)) for x, y in zip(a, b, strict=True))
+    return all(abs(x - y) <= 1e-4 * (1 + abs(x)) for x, y in zip(a, b, strict=True))
 
 
 @settings(max_examples=2, deadline=None)
