@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import ast
 
-from torchport._device_types import MOVE_METHODS
-from torchport.check.port._calls import HOST_READS
+from torchport.check.port._calls import HOST_READS, MOVING_METHODS
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope
 
@@ -45,8 +44,6 @@ OwnCall = tuple[ast.Call, PortScope, list[str], PortScope]
 
 _ROUNDS = 8  # call chains deeper than this are not followed further (a bound on the work)
 _DEPTH = 4  # local names followed through their bindings, at most this deep
-# Methods that may put what they return on a device (`.to(device)`, `.cuda()`, `.type(...)`).
-_MOVING = MOVE_METHODS | frozenset({"to", "type"})
 # Builtins whose result is a number, a string or a flag: host data whatever they are given.
 _HOST_NUMBERS = frozenset({"len", "float", "int", "str", "bool", "round", "repr", "format"})
 
@@ -204,7 +201,7 @@ def _host(expr: ast.expr, flow: DeviceFlow, scope: PortScope, own: str | None, d
             return True
         if (flow.ctx.qualname(func) or "").startswith("numpy."):
             return True  # `np.round(arr, 2)`: numpy refuses a device tensor, so `arr` is host
-        if isinstance(func, ast.Attribute) and func.attr not in _MOVING:
+        if isinstance(func, ast.Attribute) and func.attr not in MOVING_METHODS:
             # `arr.argmax(axis=1)`, `t.cpu().view(-1)`: a method of host data stays on the host
             return _host(func.value, flow, scope, own, depth)
         return isinstance(func, ast.Name) and func.id in _HOST_NUMBERS

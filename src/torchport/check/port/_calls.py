@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
+from torchport._device_types import MOVE_METHODS
 from torchport.check._context import Context
 from torchport.check.port._models import QualName
 
@@ -71,6 +72,9 @@ NOT_TENSOR_SPACES = (
 # `Variable(t)` is `t`; `nn.Parameter(t)` a tensor.
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Methods that may put what they return on a device (`.to(device)`, `.cuda()`, `.type(...)`):
+# any other method of host data gives host data.
+MOVING_METHODS = MOVE_METHODS | frozenset({"to", "type"})
 # Methods whose result lives on the host or describes a tensor without its data.
 HOST_READS = frozenset(
     {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",

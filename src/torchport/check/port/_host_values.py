@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import ast
 
-from torchport._device_types import MOVE_METHODS
-from torchport.check.port._calls import HOST_READS, host_library
-from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.port._calls import HOST_READS, MOVING_METHODS, host_library
+from torchport.check.port._facts import PortFacts
 from torchport.check.port._kinds import value_kinds
 from torchport.check.port._parameters import parameter_default
 from torchport.check.semantic import Binding, BindingKind
@@ -31,13 +30,10 @@ __all__ = ["surely_host"]
 
 _DEPTH = 6  # bindings and call sites followed at most this deep; past it, not sure
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-# Methods that may put what they return on a device (`.to(device)`, `.cuda()`, `.type(...)`).
-_MOVING = MOVE_METHODS | frozenset({"to", "type"})
 
 
-def surely_host(expr: ast.expr, scope: PortScope, facts: PortFacts) -> bool:
+def surely_host(expr: ast.expr, facts: PortFacts) -> bool:
     """Whether ``expr`` is host data where it stands, by every binding that may reach it."""
-    del scope  # the read's bindings are found from ``expr`` itself
     return _Asker(facts).host(expr, 0)
 
 
@@ -75,7 +71,7 @@ class _Asker:
             # `np.concatenate(xs).astype(np.float32)`: a method of host data stays on the host
             return (
                 isinstance(func, ast.Attribute)
-                and func.attr not in _MOVING
+                and func.attr not in MOVING_METHODS
                 and self.host(func.value, deeper)
             )
         return False

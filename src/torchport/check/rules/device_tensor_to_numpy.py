@@ -126,15 +126,15 @@ def _numpy_given_a_device_tensor(
         return next((a for a in args if surely_on_device(a, scope, facts)), None)
     if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, scope, facts, ctx)):
         return None
-    return next((a for a in args if facts.on_device(a, scope) and not _host(a, scope, facts)), None)
+    return next((a for a in args if facts.on_device(a, scope) and not _host(a, facts)), None)
 
 
-def _host(expr: ast.expr, scope: PortScope, facts: PortFacts) -> bool:
+def _host(expr: ast.expr, facts: PortFacts) -> bool:
     """Host data by every binding that may reach this read (``_host_values``): the flow
     marks a name a device value wherever one of its bindings is one."""
     from torchport.check.port._host_values import surely_host  # on first use
 
-    return surely_host(expr, scope, facts)
+    return surely_host(expr, facts)
 
 
 _CONTAINERS = (ast.List, ast.Dict, ast.ListComp, ast.DictComp)
