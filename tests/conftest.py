@@ -227,6 +227,22 @@ def no_accelerator() -> Iterator[FakeBackend]:
         yield backend
 
 
+@pytest.fixture
+def child_pytest_env() -> dict[str, str]:
+    """This process's environment for a fresh ``python -m pytest`` a test starts.
+
+    Without pytest-xdist's ``PYTEST_XDIST_*`` and ``PYTEST_CURRENT_TEST``: a child that
+    inherits ``PYTEST_XDIST_WORKER`` believes it is a worker, and pytest-benchmark (installed
+    on the lent GPU machine) then warns at configure time, which our ``filterwarnings =
+    error`` turns into an INTERNALERROR (issue 36, the H200's suite).
+    """
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("PYTEST_XDIST") and key != "PYTEST_CURRENT_TEST"
+    }
+
+
 # --- no test can hang the run ------------------------------------------------------------
 # pytest-timeout (pyproject: timeout, timeout_method = "signal") fails a test that runs past
 # its limit, with every thread's stack, and the run goes on. Its SIGALRM handler is Python

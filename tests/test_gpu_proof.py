@@ -7,6 +7,7 @@ full run collects them all), and every benchmark command's arguments and imports
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -93,3 +94,38 @@ def test_a_wheel_on_disk_is_not_listed_as_missing(tmp_path: Path) -> None:
         "optree==0.20.0",
         "pydantic-core==2.50.5",
     ]
+
+
+def _pytest_children(tree: ast.AST) -> list[ast.Call]:
+    """Calls in ``tree`` whose argument list holds ``"-m", "pytest"``: a child pytest."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for argument in node.args:
+            if isinstance(argument, ast.List):
+                words = [e.value for e in argument.elts if isinstance(e, ast.Constant)]
+                if any(words[i : i + 2] == ["-m", "pytest"] for i in range(len(words))):
+                    found.append(node)
+    return found
+
+
+def test_no_child_pytest_inherits_an_xdist_workers_identity() -> None:
+    """A child pytest gets ``child_pytest_env`` (tests/conftest.py), never ``os.environ``.
+
+    Started from an xdist worker with ``os.environ``, the child believed it was a worker;
+    the H200's pytest-benchmark then warned at configure time and ``filterwarnings = error``
+    made that an INTERNALERROR (issue 36). This machine has no pytest-benchmark, so only
+    reading the tests catches it here.
+    """
+    offenders = []
+    children = 0
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for call in _pytest_children(tree):
+            children += 1
+            env = next((k.value for k in call.keywords if k.arg == "env"), None)
+            if env is None or "os.environ" in ast.unparse(env) or "environ" in ast.unparse(env):
+                offenders.append(f"{path.relative_to(ROOT)}:{call.lineno}")
+    assert children >= 3  # the scan finds the children it is about
+    assert not offenders, offenders

@@ -6,7 +6,6 @@ configuration (pyproject.toml) and conftest.py, with the limits shortened.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -36,10 +35,12 @@ def test_hangs_holding_the_gil():
 """
 
 
-def _pytest(tmp_path: Path, source: str, *options: str) -> subprocess.CompletedProcess[str]:
+def _pytest(
+    tmp_path: Path, env: dict[str, str], source: str, *options: str
+) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_case.py").write_text(source, encoding="utf-8")
     shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
-    env = {**os.environ, "TORCHPORT_TEST_HANG_GRACE": "1"}
+    env = {**env, "TORCHPORT_TEST_HANG_GRACE": "1"}
     command = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml")]
     command += ["--rootdir", str(tmp_path), "-p", "no:cacheprovider", "-q", *options]
     return subprocess.run(
@@ -60,8 +61,10 @@ def test_the_default_run_has_a_per_test_limit() -> None:
 
 
 @pytest.mark.slow  # waits out a shortened limit in a child pytest
-def test_a_hang_fails_that_test_with_its_stack_and_the_run_goes_on(tmp_path: Path) -> None:
-    done = _pytest(tmp_path, SLEEPS, "-o", "timeout=1")
+def test_a_hang_fails_that_test_with_its_stack_and_the_run_goes_on(
+    tmp_path: Path, child_pytest_env: dict[str, str]
+) -> None:
+    done = _pytest(tmp_path, child_pytest_env, SLEEPS, "-o", "timeout=1")
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "1 failed, 1 passed" in out, out
@@ -69,8 +72,10 @@ def test_a_hang_fails_that_test_with_its_stack_and_the_run_goes_on(tmp_path: Pat
 
 
 @pytest.mark.slow  # waits out the watchdog in a child pytest
-def test_a_hang_holding_the_gil_ends_the_run_with_every_stack(tmp_path: Path) -> None:
-    done = _pytest(tmp_path, HOLDS_THE_GIL, "-o", "timeout=1")
+def test_a_hang_holding_the_gil_ends_the_run_with_every_stack(
+    tmp_path: Path, child_pytest_env: dict[str, str]
+) -> None:
+    done = _pytest(tmp_path, child_pytest_env, HOLDS_THE_GIL, "-o", "timeout=1")
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
     assert "Timeout" in out or "most recent call first" in out, out

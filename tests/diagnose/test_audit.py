@@ -665,7 +665,9 @@ def test_audit_counts_what_cuda_sync_debug_mode_reports_at_the_same_lines() -> N
                 x.cpu()
         finally:
             torch.cuda.set_sync_debug_mode(0)
-    synced = [w for w in caught if "synchroniz" in str(w.message)]
+    # "called a synchronizing": torch 2.11 also warns at set_sync_debug_mode that the mode
+    # "does not yet detect all synchronizing operations", from its own frame
+    synced = [w for w in caught if "called a synchronizing" in str(w.message)]
     # every one at this test's lines, never a torchport (or torch dispatch) frame
     assert synced and {w.filename for w in synced} == {__file__}, [
         (w.filename, w.lineno) for w in synced

@@ -124,12 +124,14 @@ def test_a_grad_that_requires_grad_and_is_not_viewed_still_moves(target: str) ->
 
 @pytest.mark.needs_simulator
 @pytest.mark.skipif(bool(os.environ.get(_ON_SIM)), reason="this is the child")
-def test_every_case_holds_on_the_simulated_accelerator_in_a_child() -> None:
+def test_every_case_holds_on_the_simulated_accelerator_in_a_child(
+    child_pytest_env: dict[str, str],
+) -> None:
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__))],
         cwd=root,
-        env={**os.environ, _ON_SIM: "1"},
+        env={**child_pytest_env, _ON_SIM: "1"},
         capture_output=True,
         text=True,
         timeout=280,

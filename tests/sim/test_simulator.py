@@ -670,7 +670,9 @@ def test_run_device_sim_runs_a_cuda_only_script_and_stops_a_planted_cpu_tensor(
     assert _torchport_run("cpu", planted).returncode == 0
 
 
-def test_the_device_fixture_runs_a_users_tests_on_sim(tmp_path: Path) -> None:
+def test_the_device_fixture_runs_a_users_tests_on_sim(
+    tmp_path: Path, child_pytest_env: dict[str, str]
+) -> None:
     (tmp_path / "test_user.py").write_text(
         textwrap.dedent(
             """
@@ -696,7 +698,7 @@ def test_the_device_fixture_runs_a_users_tests_on_sim(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=240,
-        env={**__import__("os").environ, "TORCHPORT_TEST_DEVICES": "cpu,sim"},
+        env={**child_pytest_env, "TORCHPORT_TEST_DEVICES": "cpu,sim"},
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr

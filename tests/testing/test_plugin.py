@@ -7,7 +7,6 @@ reads the JUnit XML it writes.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -53,6 +52,7 @@ def test_direct_parametrize_wins(x, device):
 
 def run_pytest(
     tmp_path: Path,
+    base_env: dict[str, str],
     files: dict[str, str],
     env: dict[str, str] | None = None,
     args: list[str] | None = None,
@@ -76,7 +76,7 @@ def run_pytest(
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+        env={**base_env, "PYTHONWARNINGS": "ignore", **(env or {})},
         timeout=120,
     )
     outcomes: dict[str, str] = {}
@@ -99,9 +99,11 @@ def expected_outcome(name: str) -> str:
 
 
 @pytest.mark.slow  # a user's test suite, run by pytest in a child process
-def test_marker_parametrizes_and_skips_missing_devices_with_reasons(tmp_path: Path) -> None:
+def test_marker_parametrizes_and_skips_missing_devices_with_reasons(
+    tmp_path: Path, child_pytest_env: dict[str, str]
+) -> None:
     code, outcomes, output = run_pytest(
-        tmp_path, {"test_user.py": USER_TESTS, "test_own.py": OWN_FIXTURE}
+        tmp_path, child_pytest_env, {"test_user.py": USER_TESTS, "test_own.py": OWN_FIXTURE}
     )
     assert code == 0, output
     unmarked = {f"test_unmarked[{name}]": "passed" for name in default_devices()}
@@ -118,12 +120,13 @@ def test_marker_parametrizes_and_skips_missing_devices_with_reasons(tmp_path: Pa
 
 
 @pytest.mark.slow  # pytest in child processes
-def test_environment_variable_and_misuse(tmp_path: Path) -> None:
+def test_environment_variable_and_misuse(tmp_path: Path, child_pytest_env: dict[str, str]) -> None:
     # One pytest run for both, to pay for one torch import: collection errors in
     # two modules must not stop the third from running.
     marked = 'import pytest\n@pytest.mark.devices("{}")\ndef {}:\n    pass\n'
     code, outcomes, output = run_pytest(
         tmp_path,
+        child_pytest_env,
         {
             "test_user.py": USER_TESTS,
             "test_no_arg.py": marked.format("cpu", "test_a()"),
