@@ -210,8 +210,8 @@ def test_an_edit_elsewhere_is_seen_by_the_next_check(tmp_path: Path) -> None:
 
 
 def test_a_file_below_a_packaging_file_is_a_library(tmp_path: Path) -> None:
-    """``examples/qa/utils.py`` in no package, a ``setup.py`` above: which files it ships is
-    not read, so the file may be installed (LoRA's ``examples/NLU/setup.py``)."""
+    """``examples/qa/utils.py`` in no package, a ``setup.py`` above that names no packages
+    (setuptools discovers them itself): the file may be installed."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "examples" / "qa").mkdir(parents=True)
     lib = tmp_path / "examples" / "qa" / "utils.py"
@@ -230,4 +230,24 @@ def test_a_src_layout_package_is_a_library(tmp_path: Path) -> None:
     lib = tmp_path / "src" / "w34src" / "lib.py"
     lib.write_text(library("load"))
     (tmp_path / "run.py").write_text("from w34src.lib import load\n\nload(1, d)\n")
+    assert reported(lib)
+
+
+@pytest.mark.parametrize("where", ["", "examples/"])
+def test_a_file_a_setup_py_does_not_ship_is_no_library(tmp_path: Path, where: str) -> None:
+    """``examples/qa/utils.py`` below a ``setup.py`` shipping ``find_packages()`` (sample V,
+    LoRA's ``examples/NLU/examples/research_projects``): no ``examples/__init__.py``, so it
+    is not shipped and its calls decide; with an ``__init__.py`` in the first folder below
+    the ``setup.py``, it is a library's again."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "examples" / "qa").mkdir(parents=True)
+    lib = tmp_path / "examples" / "qa" / "utils.py"
+    lib.write_text(library("load"))
+    (tmp_path / "examples" / "qa" / "run.py").write_text("from utils import load\n\nload(1, d)\n")
+    (tmp_path / f"{where}setup.py").write_text(
+        "from setuptools import find_packages, setup\n\nsetup(packages=find_packages())\n"
+    )
+    assert not reported(lib)
+    top = "examples" if where == "" else "examples/qa"  # the first folder below it
+    (tmp_path / top / "__init__.py").write_text("")
     assert reported(lib)

@@ -7,7 +7,8 @@ repository. The invariant: **the default is dropped only if every call of the fu
 anywhere in the repository passes the argument explicitly, there is at least one, and the
 function does not escape** (reach code that may call it without the argument). Any doubt
 keeps the finding. A module that may be installed with its project (a ``setup.py``,
-``pyproject.toml`` or ``setup.cfg`` in its folder or above it, to the top) is a library's:
+``pyproject.toml`` or ``setup.cfg`` in its folder or above it, to the top, but a ``setup.py``
+shown to ship none of it: ``rules/_shipped.py``) is a library's:
 code outside the repository may import and call it (judged real in samples A-T: Kilosort's
 ``run_matching(..., device=torch.device("cuda"))``, PARL's ``evaluate_episode_rtg``), so its
 defaults stay reported.
@@ -53,6 +54,7 @@ import re
 
 from torchport.check._listing import note, remembered
 from torchport.check._syntax import parsed_module
+from torchport.check.rules._shipped import shipped_module
 
 __all__ = ["every_call_passes", "installed_module", "repository_of", "repository_texts"]
 
@@ -150,7 +152,7 @@ def _decide(
     stem = os.path.splitext(os.path.basename(path))[0]
     if stem == "__init__":
         return False  # a package's own names: imported by the package's name
-    if installed_module(os.path.dirname(path), root):
+    if shipped_module(path, root):
         return False  # importable once installed: code outside the repository may call it
     # (both asked before the repository is read: neither answer depends on its texts)
     texts = repository_texts(root)

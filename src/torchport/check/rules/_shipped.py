@@ -1,0 +1,194 @@
+"""Whether a module of a repository may be installed with it: what its ``setup.py`` ships.
+
+``rules/_project_calls.py`` reports a public function's CUDA default whatever its calls when
+its module may be installed (code outside the repository may import and call it). A
+packaging file (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in the module's folder or one
+above it makes it so, unless that file is a ``setup.py`` alone in its folder whose
+``setup(...)`` call names what it ships and none of it holds the module (sample V, judged
+low: LoRA's ``examples/NLU/examples/research_projects/pplm/run_pplm.py`` and
+``longform-qa/eli5_utils.py``, below a ``setup.py`` shipping ``find_packages()`` at the top,
+whose ``examples`` has no ``__init__.py``, and one shipping ``find_packages("src")``).
+
+Read so (any doubt: the module may be installed):
+
+* ``setup`` is imported from ``setuptools`` or ``distutils.core`` (or called as
+  ``setuptools.setup``) and called once, with keywords only and no ``**``;
+* ``packages=`` is given (without it setuptools discovers packages itself), as a list or
+  tuple of strings (each ships its folder and everything below it) or as
+  ``find_packages(where)``/``setuptools.find_packages(...)`` with ``where`` a string or
+  absent (setuptools' ``PackageFinder`` ships each folder below ``where`` reached through
+  folders holding an ``__init__.py``, whose names hold no dot; counted here: everything
+  below such a folder right below ``where``, since a folder below a package may ride
+  along as package data; ``include`` and ``exclude`` are not read, so everything it could
+  find counts);
+  ``find_namespace_packages`` ships every folder below ``where``;
+* ``package_dir=`` is absent or ``{"": "folder"}`` (the packages' names then rest under that
+  folder); ``py_modules=`` is absent or a list or tuple of strings (each ships its file);
+  ``data_files=`` is absent.
+
+A found package's folder is taken both under ``where`` and under ``package_dir``'s folder
+(the two may differ; both count). ``setup.cfg`` and ``pyproject.toml`` are not read: beside
+a ``setup.py`` or alone, they keep the module installable.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from torchport.check._listing import note, remembered
+
+__all__ = ["shipped_module"]
+
+_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
+_SETUPS = frozenset({"setuptools", "distutils.core"})
+_FINDERS = frozenset({"find_packages", "find_namespace_packages"})
+_KNOWN = frozenset({"packages", "package_dir", "py_modules", "data_files"})
+_SEEN: dict[object, object] = {}  # remembered answers, per setup.py and module
+
+
+def shipped_module(path: str, root: str) -> bool:
+    """Whether the module at ``path`` (in the repository at ``root``) may be installed with
+    its project: a packaging file in its folder or above it, to ``root``, that is not a
+    ``setup.py`` shown to ship none of it (the module docstring)."""
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    while True:
+        found = []
+        for marker in _MARKERS:
+            note(os.path.join(folder, marker))
+            if os.path.isfile(os.path.join(folder, marker)):
+                found.append(marker)
+        if found and (found != ["setup.py"] or _ships(folder, path)):
+            return True
+        if folder == root or os.path.dirname(folder) == folder:
+            return False
+        folder = os.path.dirname(folder)
+
+
+def _ships(folder: str, path: str) -> bool:
+    return bool(remembered(_SEEN, (folder, path), lambda: _may_ship(folder, path)))
+
+
+def _may_ship(folder: str, path: str) -> bool:
+    """Whether the ``setup.py`` in ``folder`` may ship the module at ``path``."""
+    try:
+        with open(os.path.join(folder, "setup.py"), "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return True
+    call = _setup_call(tree)
+    if call is None:
+        return True
+    given = {k.arg: k.value for k in call.keywords if k.arg in _KNOWN}
+    if "data_files" in given or "packages" not in given:
+        return True
+    base = _package_base(folder, given.get("package_dir"))
+    modules = _modules(base, given.get("py_modules"))
+    if base is None or modules is None or path in modules:
+        return True
+    return _in_packages(folder, base, given["packages"], path)
+
+
+def _setup_call(tree: ast.Module) -> ast.Call | None:
+    """The one call of ``setuptools``' or ``distutils``' ``setup`` with keywords only."""
+    plain = set()  # names bound to `setup` by `from setuptools import setup`
+    modules = set()  # names bound to `setuptools` by `import setuptools`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in _SETUPS and not node.level:
+            plain |= {a.asname or a.name for a in node.names if a.name == "setup"}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "setuptools"}
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id in plain)
+            or (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "setup"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in modules
+            )
+        )
+    ]
+    if len(calls) != 1 or calls[0].args or any(k.arg is None for k in calls[0].keywords):
+        return None
+    return calls[0]
+
+
+def _strings(node: ast.expr | None) -> list[str] | None:
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    items = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+    if len(items) != len(node.elts) or not all(isinstance(i, str) for i in items):
+        return None
+    return [str(i) for i in items]
+
+
+def _package_base(folder: str, package_dir: ast.expr | None) -> str | None:
+    """The folder the packages' names rest under (None: not read)."""
+    if package_dir is None:
+        return folder
+    if not isinstance(package_dir, ast.Dict) or len(package_dir.keys) != 1:
+        return None
+    key, value = package_dir.keys[0], package_dir.values[0]
+    if not (isinstance(key, ast.Constant) and key.value == ""):
+        return None
+    if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        return None
+    return os.path.normpath(os.path.join(folder, value.value))
+
+
+def _modules(base: str | None, py_modules: ast.expr | None) -> set[str] | None:
+    """The files ``py_modules`` ships (None: not read)."""
+    if py_modules is None or base is None:
+        return set()
+    names = _strings(py_modules)
+    if names is None:
+        return None
+    return {os.path.join(base, *n.split(".")) + ".py" for n in names}
+
+
+def _in_packages(folder: str, base: str, packages: ast.expr, path: str) -> bool:
+    """Whether ``packages=`` may ship the module at ``path``."""
+    names = _strings(packages)
+    here = os.path.dirname(path)
+    if names is not None:
+        return any(_below(here, os.path.join(base, *n.split("."))) for n in names)
+    if not isinstance(packages, ast.Call) or len(packages.args) > 1:
+        return True
+    func = packages.func
+    finder = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if finder not in _FINDERS:
+        return True
+    where_args = [*packages.args, *(k.value for k in packages.keywords if k.arg == "where")]
+    others = [k for k in packages.keywords if k.arg not in ("where", "exclude", "include")]
+    if others or len(where_args) > 1:
+        return True
+    where = "."
+    if where_args:
+        if not (isinstance(where_args[0], ast.Constant) and isinstance(where_args[0].value, str)):
+            return True
+        where = where_args[0].value
+    tops = {os.path.normpath(os.path.join(folder, where)), base}
+    if finder == "find_namespace_packages":
+        return any(_below(here, top) and here != top for top in tops)
+    return any(_found(top, here) for top in tops)
+
+
+def _below(here: str, top: str) -> bool:
+    return here == top or here.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _found(top: str, here: str) -> bool:
+    """Whether ``find_packages`` under ``top`` may ship the folder ``here``: it is, or is
+    below, a folder right below ``top`` holding an ``__init__.py`` with no dot in its name
+    (a top-level package; a folder below one that is no package may ride along as
+    package data, ``include_package_data``)."""
+    if not _below(here, top) or here == top:
+        return False
+    first = os.path.relpath(here, top).split(os.sep)[0]
+    note(os.path.join(top, first, "__init__.py"))
+    return "." not in first and os.path.isfile(os.path.join(top, first, "__init__.py"))
