@@ -36,7 +36,9 @@ spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a 
 not Python (a YAML config building it by name, a notebook, a README showing a call), a
 Python file that does not parse or that calls ``eval``/``exec``, and the module itself used
 as a value anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define
-it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars``. Not
+it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars`` (but
+``vars(args)`` of ``args = parser.parse_args(...)``, ``parser = argparse.ArgumentParser(...)``,
+each bound no other way: an ``argparse`` namespace, none of the module's names). Not
 seen, so not kept: a call made from a string assembled at run time or given from outside
 the repository (a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(
 m), name)``), a caller behind a symbolic link to a folder.
@@ -219,6 +221,7 @@ class _Uses:
         aliases: list[tuple[ast.alias, ast.AST]] = []
         seen: list[ast.AST] = []  # names, attributes, `global`s, strings
         called: set[str] = set()  # the plain names called (`eval`, `globals`, ...)
+        vars_of: set[str] = set()  # the names `vars(name)` reads
         stack: list[ast.AST] = [tree]
         while stack:
             node = stack.pop()
@@ -236,7 +239,12 @@ class _Uses:
             elif isinstance(node, _SEEN_KINDS):
                 seen.append(node)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                called.add(node.func.id)
+                if _vars_of_name(node):  # `vars(args)`: asked below
+                    vars_of.add(node.args[0].id)  # type: ignore[attr-defined]
+                else:
+                    called.add(node.func.id)
+        if any(not _parsed_arguments(tree, name) for name in vars_of):
+            called.add("vars")
         self.parents = parents
         if own and not self._own_module(tree, called):
             return None
@@ -318,6 +326,86 @@ class _Uses:
                 return True
             if isinstance(node, (ast.stmt, ast.Lambda)):
                 return False
+
+
+def _vars_of_name(call: ast.Call) -> bool:
+    """``vars(name)``: one plain name, no keywords."""
+    return (
+        getattr(call.func, "id", None) == "vars"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Name)
+        and not call.keywords
+    )
+
+
+def _parsed_arguments(tree: ast.Module, name: str) -> bool:
+    """Whether ``name`` is bound in the module only as ``name = parser.parse_args(...)``, with
+    ``parser`` bound only as ``parser = argparse.ArgumentParser(...)`` after ``import argparse``
+    (``argparse`` bound no other way): ``vars(name)`` then reads an ``argparse.Namespace``,
+    never the module's names (``run_pplm_example(**vars(args))``, sample V)."""
+    values = _bindings(tree, name)
+    if not values or not all(
+        isinstance(v, ast.Call)
+        and isinstance(v.func, ast.Attribute)
+        and v.func.attr == "parse_args"
+        and isinstance(v.func.value, ast.Name)
+        for v in values
+    ):
+        return False
+    parsers = {v.func.value.id for v in values}  # type: ignore[attr-defined]
+    for parser in parsers:
+        made = _bindings(tree, parser)
+        if not made or not all(
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "ArgumentParser"
+            and getattr(v.func.value, "id", None) == "argparse"
+            for v in made
+        ):
+            return False
+    imported = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import) and any(a.name == "argparse" for a in n.names)
+    ]
+    return bool(imported) and _bindings(tree, "argparse", imports=True) == []
+
+
+def _bindings(tree: ast.Module, name: str, *, imports: bool = False) -> list[ast.expr] | None:
+    """The values ``name`` is bound to by ``name = value`` anywhere in the module; None when
+    it is bound any other way (a parameter, ``for``, ``with``, ``global``, an import but a
+    plain ``import name`` when ``imports``, a definition, a tuple target, ``+=``, ...)."""
+    values: list[ast.expr] = []
+    assigned: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            if len(node.targets) != 1:
+                return None
+            values.append(node.value)
+            assigned.add(id(node.targets[0]))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name:
+            other = not isinstance(node.ctx, ast.Load) and id(node) not in assigned
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            other = any(_imports(node, alias, name, imports) for alias in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other = name in node.names
+        elif isinstance(node, ast.alias):
+            other = False  # asked at its import, above
+        else:  # a parameter, a definition, `except E as name`, a `match` capture
+            other = getattr(node, "arg" if isinstance(node, ast.arg) else "name", None) == name
+        if other:
+            return None
+    return values
+
+
+def _imports(node: ast.Import | ast.ImportFrom, alias: ast.alias, name: str, plain: bool) -> bool:
+    """Whether ``alias`` binds ``name`` (a plain ``import name`` aside when ``plain``)."""
+    whole = isinstance(node, ast.Import) and alias.asname is None
+    bound = alias.name.partition(".")[0] if whole else alias.asname or alias.name
+    return bound == name and not (plain and whole and alias.name == name)
 
 
 def _passes(args: list[ast.expr], keywords: list[ast.keyword], uses: _Uses) -> bool:
