@@ -91,7 +91,7 @@ def _may_ship(folder: str, path: str) -> bool:
 
 
 def _setup_call(tree: ast.Module) -> ast.Call | None:
-    """The one call of ``setuptools``' or ``distutils``' ``setup`` with keywords only."""
+    """The single call of ``setuptools``' or ``distutils``' ``setup``, with keywords only."""
     plain = set()  # names bound to `setup` by `from setuptools import setup`
     modules = set()  # names bound to `setuptools` by `import setuptools`
     for node in ast.walk(tree):
