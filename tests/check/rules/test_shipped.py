@@ -5,7 +5,8 @@ A repository is drawn: top-level package ``pkg`` (with ``pkg/sub`` a subpackage 
 ``examples/demo`` with or without ``__init__.py`` files, a top-level ``tool.py``, and a
 ``setup.py`` drawn from :data:`PACKAGES`, :data:`PACKAGE_DIRS`, :data:`IMPORTS`, with
 ``py_modules``, ``**kw`` or ``data_files``, and maybe a ``pyproject.toml`` or ``setup.cfg``
-beside it. Two oracles, written apart from the code:
+beside it (:data:`BESIDE`, each marked by hand whether it leaves what ships to the
+``setup.py``). Two oracles, written apart from the code:
 
 * setuptools itself (sound direction): the ``setup.py`` is run with ``setup`` caught, and
   setuptools' ``build_py`` lists the modules it builds from those arguments; every one must
@@ -17,7 +18,8 @@ beside it. Two oracles, written apart from the code:
 Mutants each fails (run by hand, 2026-11-30): ``_found`` always False (setuptools lists
 ``pkg/a.py``); ``_found`` without the ``__init__.py`` test (``examples/demo/run.py`` with no
 ``examples/__init__.py``, expected not shipped); ``_may_ship`` ignoring ``package_dir``
-(``src/lib/l.py``); ``_may_ship`` ignoring a ``pyproject.toml`` beside it.
+(``src/lib/l.py``); ``_may_ship`` ignoring a ``pyproject.toml`` beside it; ``_no_packaging``
+not reading ``setup.cfg``'s sections; ``_no_packaging`` not reading ``[project]``.
 """
 
 from __future__ import annotations
@@ -63,7 +65,28 @@ IMPORTS = {
     "other": "from skbuild import setup\nfrom setuptools import find_packages",
 }
 EXTRAS = ("none", "py_modules", "kwargs", "data_files")
-BESIDE = ("none", "pyproject.toml", "setup.cfg")
+# a file beside setup.py -> (its name, its text, whether it leaves what ships to setup.py)
+BESIDE = {
+    "none": ("", "", True),
+    "black": ("pyproject.toml", "[tool.black]\nline-length = 119\n", True),
+    "build_system": (
+        "pyproject.toml",
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+        True,
+    ),
+    "project": ("pyproject.toml", '[project]\nname = "w34"\n', False),
+    "tool_setuptools": ("pyproject.toml", "[tool.setuptools]\npy-modules = []\n", False),
+    "poetry": (
+        "pyproject.toml",
+        '[build-system]\nbuild-backend = "poetry.core.masonry.api"\n',
+        False,
+    ),
+    "bad_toml": ("pyproject.toml", "[tool.black\n", False),
+    "isort": ("setup.cfg", "[isort]\nline_length = 119\n\n[flake8]\nignore = E203\n", True),
+    "options": ("setup.cfg", "[options]\npackages = find:\n", False),
+    "metadata": ("setup.cfg", "[metadata]\nname = w34\n", False),
+    "bad_cfg": ("setup.cfg", "no section\n", False),
+}
 
 
 def setup_py(packages: str, package_dir: str, imports: str, extra: str) -> str:
@@ -96,8 +119,9 @@ def build(root: Path, examples_init: bool, demo_init: bool, text: str, beside: s
     if demo_init:
         (root / "examples" / "demo" / "__init__.py").write_text("")
     (root / "setup.py").write_text(text)
-    if beside != "none":
-        (root / beside).write_text("")
+    name, content, _ = BESIDE[beside]
+    if name:
+        (root / name).write_text(content)
 
 
 def expected(
@@ -110,7 +134,7 @@ def expected(
     beside: str,
 ) -> bool:
     """By hand: whether the drawn ``setup.py`` may ship ``target``."""
-    if beside != "none" or imports == "other" or extra in ("kwargs", "data_files"):
+    if not BESIDE[beside][2] or imports == "other" or extra in ("kwargs", "data_files"):
         return True  # not read: may ship anything
     if packages in ("absent", "variable") or package_dir == "pkg":
         return True  # setuptools discovers packages itself; a name; a mapping not read
@@ -165,17 +189,19 @@ CASES = st.tuples(
     st.sampled_from(sorted(PACKAGE_DIRS)),
     st.sampled_from(sorted(IMPORTS)),
     st.sampled_from(EXTRAS),
-    st.sampled_from(BESIDE),
+    st.sampled_from(sorted(BESIDE)),
 )
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(CASES)
 @example((False, False, "find", "absent", "from", "none", "none"))  # LoRA's top setup.py
-@example((False, False, "find_src", "src", "from", "none", "none"))  # LoRA's NLU/setup.py
+@example((False, False, "find_src", "src", "from", "none", "black"))  # LoRA's NLU/setup.py
+@example((False, False, "find_src", "src", "from", "none", "isort"))
 @example((True, False, "find", "absent", "from", "none", "none"))
 @example((False, True, "list_pkg", "absent", "module", "py_modules", "none"))
-@example((False, False, "find", "absent", "from", "none", "pyproject.toml"))
+@example((False, False, "find", "absent", "from", "none", "project"))
+@example((False, False, "find", "absent", "from", "none", "options"))
 @example((False, False, "list_lib", "src", "from", "none", "none"))
 def test_what_a_setup_py_ships(case: tuple[bool, bool, str, str, str, str, str]) -> None:
     examples_init, demo_init, packages, package_dir, imports, extra, beside = case

@@ -27,14 +27,21 @@ Read so (any doubt: the module may be installed):
   ``data_files=`` is absent.
 
 A found package's folder is taken both under ``where`` and under ``package_dir``'s folder
-(the two may differ; both count). ``setup.cfg`` and ``pyproject.toml`` are not read: beside
-a ``setup.py`` or alone, they keep the module installable.
+(the two may differ; both count). A ``pyproject.toml`` or ``setup.cfg`` alone keeps the
+module installable (not read). Beside a ``setup.py`` each is read only to see that it leaves
+what ships to it (LoRA's ``examples/NLU`` has ``[tool.black]`` and ``[isort]``/``[flake8]``):
+a ``pyproject.toml`` with no ``[project]`` table, no ``[tool.setuptools]`` and a setuptools
+build backend (or none), a ``setup.cfg`` with no ``[metadata]`` or ``[options...]`` section
+(where setuptools' declarative configuration reads packages); otherwise, or unreadable, the
+module may be installed.
 """
 
 from __future__ import annotations
 
 import ast
+import configparser
 import os
+import tomllib
 
 from torchport.check._listing import note, remembered
 
@@ -44,6 +51,7 @@ _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _SETUPS = frozenset({"setuptools", "distutils.core"})
 _FINDERS = frozenset({"find_packages", "find_namespace_packages"})
 _KNOWN = frozenset({"packages", "package_dir", "py_modules", "data_files"})
+_SETUPTOOLS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
 _SEEN: dict[object, object] = {}  # remembered answers, per setup.py and module
 
 
@@ -59,7 +67,7 @@ def shipped_module(path: str, root: str) -> bool:
             note(os.path.join(folder, marker))
             if os.path.isfile(os.path.join(folder, marker)):
                 found.append(marker)
-        if found and (found != ["setup.py"] or _ships(folder, path)):
+        if found and ("setup.py" not in found or _ships(folder, path)):
             return True
         if folder == root or os.path.dirname(folder) == folder:
             return False
@@ -71,7 +79,10 @@ def _ships(folder: str, path: str) -> bool:
 
 
 def _may_ship(folder: str, path: str) -> bool:
-    """Whether the ``setup.py`` in ``folder`` may ship the module at ``path``."""
+    """Whether the ``setup.py`` in ``folder`` (and the files beside it) may ship the module at
+    ``path``."""
+    if not _no_packaging(folder):
+        return True
     try:
         with open(os.path.join(folder, "setup.py"), "rb") as handle:
             tree = ast.parse(handle.read())
@@ -88,6 +99,31 @@ def _may_ship(folder: str, path: str) -> bool:
     if base is None or modules is None or path in modules:
         return True
     return _in_packages(folder, base, given["packages"], path)
+
+
+def _no_packaging(folder: str) -> bool:
+    """Whether a ``pyproject.toml`` and a ``setup.cfg`` beside the ``setup.py``, if there,
+    leave what ships to it: no ``[project]`` table, no ``[tool.setuptools]``, a setuptools
+    backend or none; no ``[metadata]`` or ``[options...]`` section (other tools' settings:
+    ``[tool.black]``, ``[isort]``, ``[flake8]``)."""
+    pyproject, config = os.path.join(folder, "pyproject.toml"), os.path.join(folder, "setup.cfg")
+    try:
+        if os.path.isfile(pyproject):
+            with open(pyproject, "rb") as handle:
+                table = tomllib.load(handle)
+            backend = table.get("build-system", {}).get("build-backend", _SETUPTOOLS[0])
+            tool = table.get("tool", {})
+            if "project" in table or backend not in _SETUPTOOLS or "setuptools" in tool:
+                return False
+        if os.path.isfile(config):
+            parser = configparser.ConfigParser(interpolation=None)
+            with open(config, encoding="utf-8") as handle:
+                parser.read_file(handle)
+            if any(n == "metadata" or n.startswith("options") for n in parser.sections()):
+                return False
+    except (OSError, ValueError, AttributeError, configparser.Error):
+        return False  # unreadable, not TOML (`tomllib.TOMLDecodeError` is a `ValueError`)
+    return True
 
 
 def _setup_call(tree: ast.Module) -> ast.Call | None:
