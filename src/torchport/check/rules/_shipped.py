@@ -39,9 +39,7 @@ module may be installed.
 from __future__ import annotations
 
 import ast
-import configparser
 import os
-import tomllib
 
 from torchport.check._listing import note, remembered
 
@@ -106,6 +104,9 @@ def _no_packaging(folder: str) -> bool:
     leave what ships to it: no ``[project]`` table, no ``[tool.setuptools]``, a setuptools
     backend or none; no ``[metadata]`` or ``[options...]`` section (other tools' settings:
     ``[tool.black]``, ``[isort]``, ``[flake8]``)."""
+    import configparser  # here: `tomllib` imports `typing` (tests/check/test_startup.py)
+    import tomllib
+
     pyproject, config = os.path.join(folder, "pyproject.toml"), os.path.join(folder, "setup.cfg")
     try:
         if os.path.isfile(pyproject):
