@@ -243,8 +243,8 @@ class _Uses:
                     vars_of.add(node.args[0].id)  # type: ignore[attr-defined]
                 else:
                     called.add(node.func.id)
-        if any(not _parsed_arguments(tree, name) for name in vars_of):
-            called.add("vars")
+        if own and any(not _parsed_arguments(tree, name) for name in vars_of):
+            called.add("vars")  # (asked of the defining module only: `_own_module`)
         self.parents = parents
         if own and not self._own_module(tree, called):
             return None
@@ -376,7 +376,8 @@ def _bindings(tree: ast.Module, name: str, *, imports: bool = False) -> list[ast
     it is bound any other way (a parameter, ``for``, ``with``, ``global``, an import but a
     plain ``import name`` when ``imports``, a definition, a tuple target, ``+=``, ...)."""
     values: list[ast.expr] = []
-    assigned: set[int] = set()
+    assigned: set[int] = set()  # the targets of `name = value`
+    stored: list[ast.Name] = []  # every other store or `del` of `name`, asked at the end
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
@@ -385,9 +386,11 @@ def _bindings(tree: ast.Module, name: str, *, imports: bool = False) -> list[ast
                 return None
             values.append(node.value)
             assigned.add(id(node.targets[0]))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name:
-            other = not isinstance(node.ctx, ast.Load) and id(node) not in assigned
+            continue
+        if isinstance(node, ast.Name):
+            other = False
+            if node.id == name and not isinstance(node.ctx, ast.Load):
+                stored.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             other = any(_imports(node, alias, name, imports) for alias in node.names)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -398,6 +401,8 @@ def _bindings(tree: ast.Module, name: str, *, imports: bool = False) -> list[ast
             other = getattr(node, "arg" if isinstance(node, ast.arg) else "name", None) == name
         if other:
             return None
+    if any(id(n) not in assigned for n in stored):
+        return None  # `for name in ...`, `name += ...`, `(name := ...)`, `del name`, ...
     return values
 
 
