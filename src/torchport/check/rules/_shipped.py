@@ -3,8 +3,9 @@
 ``rules/_project_calls.py`` reports a public function's CUDA default whatever its calls when
 its module may be installed (code outside the repository may import and call it). A
 packaging file (``setup.py``, ``pyproject.toml``, ``setup.cfg``) in the module's folder or one
-above it makes it so, unless that file is a ``setup.py`` alone in its folder whose
-``setup(...)`` call names what it ships and none of it holds the module (sample V, judged
+above it makes it so, unless that folder holds a ``setup.py`` whose ``setup(...)`` call names
+what it ships, none of it holds the module, and the files beside it leave that to it (below;
+sample V, judged
 low: LoRA's ``examples/NLU/examples/research_projects/pplm/run_pplm.py`` and
 ``longform-qa/eli5_utils.py``, below a ``setup.py`` shipping ``find_packages()`` at the top,
 whose ``examples`` has no ``__init__.py``, and one shipping ``find_packages("src")``).
