@@ -19,7 +19,8 @@ Mutants each fails (run by hand, 2026-11-30): ``_found`` always False (setuptool
 ``pkg/a.py``); ``_found`` without the ``__init__.py`` test (``examples/demo/run.py`` with no
 ``examples/__init__.py``, expected not shipped); ``_may_ship`` ignoring ``package_dir``
 (``src/lib/l.py``); ``_may_ship`` ignoring a ``pyproject.toml`` beside it; ``_no_packaging``
-not reading ``setup.cfg``'s sections; ``_no_packaging`` not reading ``[project]``.
+not reading ``setup.cfg``'s sections; ``_no_packaging`` not reading ``[project]``;
+``_resolved`` taking any ``find_packages`` for setuptools' (the file's own).
 """
 
 from __future__ import annotations
@@ -247,6 +248,12 @@ def test_a_setup_py_above_is_read_too(tmp_path: Path) -> None:
         "from setuptools import setup\n\nsetup(packages=[], package_dir={'': SRC})\n",
         "from setuptools import setup\n\nsetup(packages=[\n",  # does not parse
         "from setuptools import setup as s\n\nsetup(packages=[])\n",  # another `setup`
+        # the file's own `find_packages` or `setup`, whatever it returns or does
+        "from setuptools import setup\n\n\ndef find_packages():\n    return ['examples']\n\n\n"
+        "setup(packages=find_packages())\n",
+        "from setuptools import find_packages, setup\n\nfind_packages = lambda: ['examples']\n"
+        "setup(packages=find_packages())\n",
+        "import setuptools\n\nsetuptools = object()\nsetuptools.setup(packages=[])\n",
     ],
 )
 def test_a_setup_py_not_read_may_ship_anything(tmp_path: Path, text: str) -> None:

@@ -49,6 +49,7 @@ __all__ = ["shipped_module"]
 _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _SETUPS = frozenset({"setuptools", "distutils.core"})
 _FINDERS = frozenset({"find_packages", "find_namespace_packages"})
+_WANTED = _FINDERS | {"setup"}
 _KNOWN = frozenset({"packages", "package_dir", "py_modules", "data_files"})
 _SETUPTOOLS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
 _SEEN: dict[object, object] = {}  # remembered answers, per setup.py and module
@@ -87,8 +88,9 @@ def _may_ship(folder: str, path: str) -> bool:
             tree = ast.parse(handle.read())
     except (OSError, SyntaxError, ValueError):
         return True
-    call = _setup_call(tree)
-    if call is None:
+    names = _setuptools_names(tree)
+    call = None if names is None else _setup_call(tree, names)
+    if call is None or names is None:
         return True
     given = {k.arg: k.value for k in call.keywords if k.arg in _KNOWN}
     if "data_files" in given or "packages" not in given:
@@ -97,7 +99,7 @@ def _may_ship(folder: str, path: str) -> bool:
     modules = _modules(base, given.get("py_modules"))
     if base is None or modules is None or path in modules:
         return True
-    return _in_packages(folder, base, given["packages"], path)
+    return _in_packages(folder, base, given["packages"], path, names)
 
 
 def _no_packaging(folder: str) -> bool:
@@ -128,28 +130,50 @@ def _no_packaging(folder: str) -> bool:
     return True
 
 
-def _setup_call(tree: ast.Module) -> ast.Call | None:
-    """The single call of ``setuptools``' or ``distutils``' ``setup``, with keywords only."""
-    plain = set()  # names bound to `setup` by `from setuptools import setup`
-    modules = set()  # names bound to `setuptools` by `import setuptools`
+def _setuptools_names(tree: ast.Module) -> dict[str, str] | None:
+    """Each local name ``setuptools``' (or ``distutils.core``'s) names are bound to by an
+    import (``from setuptools import setup as s`` -> ``{"s": "setup"}``, ``import setuptools``
+    -> ``{"setuptools": ""}``); None when one of them is bound another way too (a ``def``, an
+    assignment, a parameter, another import: a ``find_packages`` of the file's own)."""
+    names: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in _SETUPS and not node.level:
-            plain |= {a.asname or a.name for a in node.names if a.name == "setup"}
+            names |= {a.asname or a.name: a.name for a in node.names if a.name in _WANTED}
         elif isinstance(node, ast.Import):
-            modules |= {a.asname or a.name for a in node.names if a.name == "setuptools"}
+            names |= {a.asname or a.name: "" for a in node.names if a.name == "setuptools"}
+    bound = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound += sum((a.asname or a.name.partition(".")[0]) in names for a in node.names)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound += 2 * (node.id in names)
+        elif not isinstance(node, ast.alias):  # a parameter, a `def`, `except ... as`
+            bound += 2 * (
+                getattr(node, "arg" if isinstance(node, ast.arg) else "name", "") in names
+            )
+    return names if bound == len(names) else None
+
+
+def _resolved(func: ast.expr, names: dict[str, str]) -> str:
+    """The ``setuptools`` function ``func`` names (``""``: none)."""
+    if isinstance(func, ast.Name):
+        return names.get(func.id, "")
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and names.get(func.value.id) == ""
+        and func.attr in _WANTED
+    ):
+        return func.attr
+    return ""
+
+
+def _setup_call(tree: ast.Module, names: dict[str, str]) -> ast.Call | None:
+    """The single call of ``setuptools``' or ``distutils``' ``setup``, with keywords only."""
     calls = [
         node
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and (
-            (isinstance(node.func, ast.Name) and node.func.id in plain)
-            or (
-                isinstance(node.func, ast.Attribute)
-                and node.func.attr == "setup"
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in modules
-            )
-        )
+        if isinstance(node, ast.Call) and _resolved(node.func, names) == "setup"
     ]
     if len(calls) != 1 or calls[0].args or any(k.arg is None for k in calls[0].keywords):
         return None
@@ -189,7 +213,9 @@ def _modules(base: str | None, py_modules: ast.expr | None) -> set[str] | None:
     return {os.path.join(base, *n.split(".")) + ".py" for n in names}
 
 
-def _in_packages(folder: str, base: str, packages: ast.expr, path: str) -> bool:
+def _in_packages(
+    folder: str, base: str, packages: ast.expr, path: str, imported: dict[str, str]
+) -> bool:
     """Whether ``packages=`` may ship the module at ``path``."""
     names = _strings(packages)
     here = os.path.dirname(path)
@@ -197,8 +223,7 @@ def _in_packages(folder: str, base: str, packages: ast.expr, path: str) -> bool:
         return any(_below(here, os.path.join(base, *n.split("."))) for n in names)
     if not isinstance(packages, ast.Call) or len(packages.args) > 1:
         return True
-    func = packages.func
-    finder = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    finder = _resolved(packages.func, imported)
     if finder not in _FINDERS:
         return True
     where_args = [*packages.args, *(k.value for k in packages.keywords if k.arg == "where")]
