@@ -210,8 +210,8 @@ def test_an_edit_elsewhere_is_seen_by_the_next_check(tmp_path: Path) -> None:
 
 
 def test_a_file_below_a_packaging_file_is_a_library(tmp_path: Path) -> None:
-    """``examples/qa/utils.py`` in no package, a ``setup.py`` above: which files it ships is
-    not read, so the file may be installed (LoRA's ``examples/NLU/setup.py``)."""
+    """``examples/qa/utils.py`` in no package, a ``setup.py`` above that names no packages
+    (setuptools discovers them itself): the file may be installed."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "examples" / "qa").mkdir(parents=True)
     lib = tmp_path / "examples" / "qa" / "utils.py"
@@ -231,3 +231,74 @@ def test_a_src_layout_package_is_a_library(tmp_path: Path) -> None:
     lib.write_text(library("load"))
     (tmp_path / "run.py").write_text("from w34src.lib import load\n\nload(1, d)\n")
     assert reported(lib)
+
+
+@pytest.mark.parametrize("where", ["", "examples/"])
+def test_a_file_a_setup_py_does_not_ship_is_no_library(tmp_path: Path, where: str) -> None:
+    """``examples/qa/utils.py`` below a ``setup.py`` shipping ``find_packages()`` (sample V,
+    LoRA's ``examples/NLU/examples/research_projects``): no ``examples/__init__.py``, so it
+    is not shipped and its calls decide; with an ``__init__.py`` in the first folder below
+    the ``setup.py``, it is a library's again."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "examples" / "qa").mkdir(parents=True)
+    lib = tmp_path / "examples" / "qa" / "utils.py"
+    lib.write_text(library("load"))
+    (tmp_path / "examples" / "qa" / "run.py").write_text("from utils import load\n\nload(1, d)\n")
+    (tmp_path / f"{where}setup.py").write_text(
+        "from setuptools import find_packages, setup\n\nsetup(packages=find_packages())\n"
+    )
+    assert not reported(lib)
+    top = "examples" if where == "" else "examples/qa"  # the first folder below it
+    (tmp_path / top / "__init__.py").write_text("")
+    assert reported(lib)
+
+
+# `vars(X)` in the defining module: each form binds X (and what builds it), then
+# `vars(X)` is asked for the function by a name built at run time (no string spells it)
+VARS_HEAD = "import argparse\nimport sys\n\n\nclass P:\n    def parse_args(self, a):\n"
+VARS_HEAD += "        return sys.modules[__name__]\n\n\n"
+VARS_FORMS = {
+    "parsed": "parser = argparse.ArgumentParser()\nX = parser.parse_args([])\nN = vars(X)",
+    "parsed_then_self": (
+        "parser = argparse.ArgumentParser()\nX = parser.parse_args([])\n"
+        "X = sys.modules[__name__]\nN = vars(X)"
+    ),
+    "parsed_then_for": (
+        "parser = argparse.ArgumentParser()\nX = parser.parse_args([])\n"
+        "for X in [sys.modules[__name__]]:\n    pass\nN = vars(X)"
+    ),
+    "self": "X = sys.modules[__name__]\nN = vars(X)",
+    "other_parser": "parser = P()\nX = parser.parse_args([])\nN = vars(X)",
+    "fake_argparse": (
+        "import types\nargparse = types.SimpleNamespace(ArgumentParser=P)\n"
+        "parser = argparse.ArgumentParser()\nX = parser.parse_args([])\nN = vars(X)"
+    ),
+    "parameter": "def peek(X):\n    return vars(X)\n\n\nN = peek(sys.modules[__name__])",
+    "bare": "N = vars()",
+    "tuple": "parser = argparse.ArgumentParser()\nX, _ = parser.parse_known_args([])\nN = vars(X)",
+}
+VARS_LEFT_ALONE = frozenset({"parsed"})  # by hand (`tuple` is no plain `X = ....parse_args()`)
+VARS_NAMESPACES = frozenset({"parsed", "tuple"})  # by hand: `vars` reads a namespace
+
+
+def vars_library(form: str) -> str:
+    ask = 'F = N.get("lo" + "ad")\nif callable(F):\n    F(1)\n'
+    return f"{library('load')}\n\n{VARS_HEAD}{VARS_FORMS[form]}\n{ask}"
+
+
+@pytest.mark.parametrize("form", sorted(VARS_FORMS))
+def test_vars_of_parsed_arguments_reads_no_names_of_the_module(form: str) -> None:
+    """``run_pplm_example(**vars(args))`` (sample V, LoRA's ``run_pplm.py``): ``vars`` of an
+    ``argparse`` namespace reaches none of the module's names. Python decides whether the
+    default ran (the module imported); by hand, only ``parsed`` is left alone."""
+    package = f"w34vars{next(_COUNTER)}"
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        lib = write(root, package, "load", "empty", False, [["keyword"]])
+        lib.write_text(vars_library(form))
+        left_alone = not reported(lib)
+        ran = default_ran(root, package, "load", [["keyword"]])
+        assert ran == (form not in VARS_NAMESPACES), form  # the harness reaches it
+        if left_alone:
+            assert not ran, form  # sound
+        assert left_alone == (form in VARS_LEFT_ALONE), form

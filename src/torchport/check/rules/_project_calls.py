@@ -7,7 +7,8 @@ repository. The invariant: **the default is dropped only if every call of the fu
 anywhere in the repository passes the argument explicitly, there is at least one, and the
 function does not escape** (reach code that may call it without the argument). Any doubt
 keeps the finding. A module that may be installed with its project (a ``setup.py``,
-``pyproject.toml`` or ``setup.cfg`` in its folder or above it, to the top) is a library's:
+``pyproject.toml`` or ``setup.cfg`` in its folder or above it, to the top, but a ``setup.py``
+shown to ship none of it: ``rules/_shipped.py``) is a library's:
 code outside the repository may import and call it (judged real in samples A-T: Kilosort's
 ``run_matching(..., device=torch.device("cuda"))``, PARL's ``evaluate_episode_rtg``), so its
 defaults stay reported.
@@ -35,7 +36,9 @@ spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a 
 not Python (a YAML config building it by name, a notebook, a README showing a call), a
 Python file that does not parse or that calls ``eval``/``exec``, and the module itself used
 as a value anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define
-it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars``. Not
+it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars`` (but
+``vars(args)`` of ``args = parser.parse_args(...)``, ``parser = argparse.ArgumentParser(...)``,
+each bound no other way: an ``argparse`` namespace, none of the module's names). Not
 seen, so not kept: a call made from a string assembled at run time or given from outside
 the repository (a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(
 m), name)``), a caller behind a symbolic link to a folder.
@@ -53,6 +56,7 @@ import re
 
 from torchport.check._listing import note, remembered
 from torchport.check._syntax import parsed_module
+from torchport.check.rules._shipped import shipped_module
 
 __all__ = ["every_call_passes", "installed_module", "repository_of", "repository_texts"]
 
@@ -150,7 +154,7 @@ def _decide(
     stem = os.path.splitext(os.path.basename(path))[0]
     if stem == "__init__":
         return False  # a package's own names: imported by the package's name
-    if installed_module(os.path.dirname(path), root):
+    if shipped_module(path, root):
         return False  # importable once installed: code outside the repository may call it
     # (both asked before the repository is read: neither answer depends on its texts)
     texts = repository_texts(root)
@@ -217,6 +221,7 @@ class _Uses:
         aliases: list[tuple[ast.alias, ast.AST]] = []
         seen: list[ast.AST] = []  # names, attributes, `global`s, strings
         called: set[str] = set()  # the plain names called (`eval`, `globals`, ...)
+        vars_of: set[str] = set()  # the names `vars(name)` reads
         stack: list[ast.AST] = [tree]
         while stack:
             node = stack.pop()
@@ -234,7 +239,12 @@ class _Uses:
             elif isinstance(node, _SEEN_KINDS):
                 seen.append(node)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                called.add(node.func.id)
+                if _vars_of_name(node):  # `vars(args)`: asked below
+                    vars_of.add(node.args[0].id)  # type: ignore[attr-defined]
+                else:
+                    called.add(node.func.id)
+        if own and any(not _parsed_arguments(tree, name) for name in vars_of):
+            called.add("vars")  # (asked of the defining module only: `_own_module`)
         self.parents = parents
         if own and not self._own_module(tree, called):
             return None
@@ -316,6 +326,91 @@ class _Uses:
                 return True
             if isinstance(node, (ast.stmt, ast.Lambda)):
                 return False
+
+
+def _vars_of_name(call: ast.Call) -> bool:
+    """``vars(name)``: one plain name, no keywords."""
+    return (
+        getattr(call.func, "id", None) == "vars"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Name)
+        and not call.keywords
+    )
+
+
+def _parsed_arguments(tree: ast.Module, name: str) -> bool:
+    """Whether ``name`` is bound in the module only as ``name = parser.parse_args(...)``, with
+    ``parser`` bound only as ``parser = argparse.ArgumentParser(...)`` after ``import argparse``
+    (``argparse`` bound no other way): ``vars(name)`` then reads an ``argparse.Namespace``,
+    never the module's names (``run_pplm_example(**vars(args))``, sample V)."""
+    values = _bindings(tree, name)
+    if not values or not all(
+        isinstance(v, ast.Call)
+        and isinstance(v.func, ast.Attribute)
+        and v.func.attr == "parse_args"
+        and isinstance(v.func.value, ast.Name)
+        for v in values
+    ):
+        return False
+    parsers = {v.func.value.id for v in values}  # type: ignore[attr-defined]
+    for parser in parsers:
+        made = _bindings(tree, parser)
+        if not made or not all(
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "ArgumentParser"
+            and getattr(v.func.value, "id", None) == "argparse"
+            for v in made
+        ):
+            return False
+    imported = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import) and any(a.name == "argparse" for a in n.names)
+    ]
+    return bool(imported) and _bindings(tree, "argparse", imports=True) == []
+
+
+def _bindings(tree: ast.Module, name: str, *, imports: bool = False) -> list[ast.expr] | None:
+    """The values ``name`` is bound to by ``name = value`` anywhere in the module; None when
+    it is bound any other way (a parameter, ``for``, ``with``, ``global``, an import but a
+    plain ``import name`` when ``imports``, a definition, a tuple target, ``+=``, ...)."""
+    values: list[ast.expr] = []
+    assigned: set[int] = set()  # the targets of `name = value`
+    stored: list[ast.Name] = []  # every other store or `del` of `name`, asked at the end
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            if len(node.targets) != 1:
+                return None
+            values.append(node.value)
+            assigned.add(id(node.targets[0]))
+            continue
+        if isinstance(node, ast.Name):
+            other = False
+            if node.id == name and not isinstance(node.ctx, ast.Load):
+                stored.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            other = any(_imports(node, alias, name, imports) for alias in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other = name in node.names
+        elif isinstance(node, ast.alias):
+            other = False  # asked at its import, above
+        else:  # a parameter, a definition, `except E as name`, a `match` capture
+            other = getattr(node, "arg" if isinstance(node, ast.arg) else "name", None) == name
+        if other:
+            return None
+    if any(id(n) not in assigned for n in stored):
+        return None  # `for name in ...`, `name += ...`, `(name := ...)`, `del name`, ...
+    return values
+
+
+def _imports(node: ast.Import | ast.ImportFrom, alias: ast.alias, name: str, plain: bool) -> bool:
+    """Whether ``alias`` binds ``name`` (a plain ``import name`` aside when ``plain``)."""
+    whole = isinstance(node, ast.Import) and alias.asname is None
+    bound = alias.name.partition(".")[0] if whole else alias.asname or alias.name
+    return bound == name and not (plain and whole and alias.name == name)
 
 
 def _passes(args: list[ast.expr], keywords: list[ast.keyword], uses: _Uses) -> bool:
