@@ -26,9 +26,10 @@ a framework's hook, ``training_step``, called by a name the repository never spe
   ``__init__``, nor a file whose functions a tool calls by name (``conftest.py``,
   ``hubconf.py``: ``torch.hub.load(repo, "resnet50")``, ``setup.py``);
 * its module reaches no name of its own by a string (:data:`_OWN_INTROSPECTION`:
-  ``globals()``, ``getattr``, ``eval``, ``fire.Fire()`` exposing every function, ...),
-  and no file of the repository naming the module's stem as a word does
-  (:data:`_INTROSPECTION`: ``getattr(drn, args.arch)``).
+  ``globals()``, ``eval(...)``, ``sys.modules``, ``fire.Fire()`` exposing every function,
+  ...; a method's ``model.eval()`` is none), and no file of the repository naming the
+  module's stem as a word may (:data:`_INTROSPECTION`: ``getattr(drn, args.arch)``,
+  ``vars(mod)``, ``mod.__dict__``).
 
 Any doubt keeps the finding: no repository near, more files than it reads, the file not
 among its texts. Not seen, so not kept: a caller that builds the name at run time from
@@ -54,17 +55,17 @@ from torchport.check.rules._project_calls import (
 __all__ = ["in_unused_code"]
 
 _TOOL_FILES = frozenset({"__init__.py", "conftest.py", "hubconf.py", "setup.py"})
-# what reaches a module's functions by a string, in the module itself
-_OWN_INTROSPECTION = (
-    *(b"globals", b"locals", b"vars", b"getattr", b"eval", b"exec", b"Fire"),
-    *(b"__dict__", b"getmembers", b"sys.modules", b"import_module", b"__import__"),
+# what reaches a module's functions by a string, in the module itself (a builtin's call, not
+# a method's: `model.eval()` is none) ...
+_OWN_INTROSPECTION = re.compile(
+    r"(?<!\w)(?:globals|locals|vars|exec|__import__|Fire)\s*\(|(?<![\w.])eval\s*\("
+    r"|builtins\.eval|__dict__|getmembers|sys\.modules|import_module"
 )
-# ... and in a file naming the module's stem
-_INTROSPECTION = (
-    *(b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(", b"globals", b"eval"),
-    *(b"exec", b"Fire"),
+# ... and in a file naming the module's stem (`getattr(drn, args.arch)`)
+_INTROSPECTION = re.compile(
+    rb"(?<!\w)(?:getattr|vars|globals|exec|Fire)\s*\(|(?<![\w.])(?:eval|dir)\s*\("
+    rb"|builtins\.eval|__dict__|getmembers"
 )
-_OWN_WORDS = tuple(w.decode() for w in _OWN_INTROSPECTION)
 _SEEN: dict[object, object] = {}
 _FILE = "unused_code.file"  # Context.memo's keys: the file's repository (None: none to ask)
 _MEMO = "unused_code.functions"  # id(def) -> answer
@@ -114,7 +115,7 @@ def _repository(ctx: Context) -> str | None:
     path = ctx.path
     if not path or path.startswith("<") or os.path.basename(path) in _TOOL_FILES:
         return None
-    if not os.path.isfile(path) or any(w in ctx.source for w in _OWN_WORDS):
+    if not os.path.isfile(path) or _OWN_INTROSPECTION.search(ctx.source):
         return None
     folder = os.path.dirname(os.path.abspath(path))
     root = repository_of(folder)
@@ -134,7 +135,7 @@ def _spelled_once(root: str, path: str, name: str) -> bool:
     word = re.compile(rb"(?<![\w])" + re.escape(needle) + rb"(?![\w])")
     module_word = re.compile(rb"(?<![\w])" + re.escape(stem) + rb"(?![\w])")
     own = [data for file, data in texts if file == path]
-    if len(own) != 1 or any(w in own[0] for w in _OWN_INTROSPECTION):
+    if len(own) != 1:
         return False
     if len(word.findall(own[0])) != 1:
         return False  # the own file first: most functions are called beside their def
@@ -145,8 +146,8 @@ def _spelled_once(root: str, path: str, name: str) -> bool:
             return False
         if (
             stem in data
-            and any(w in data for w in _INTROSPECTION)
             and module_word.search(data) is not None
+            and _INTROSPECTION.search(data) is not None
         ):
             return False
     return True
