@@ -47,8 +47,11 @@ MENTIONS = {
     "comment": ("run.py", "# {n} is kept for later\n"),
     "notebook": ("demo.ipynb", '{{"cells": [{{"source": ["{n}(x)"]}}]}}\n'),
     "shell": ("run.sh", "python -c 'from pkg.lib import {n}; {n}([])'\n"),
+    "module_passed": ("run.py", "import pkg.lib as m\n\n\ndef main(a):\n    vars(m)[a]([])\n"),
+    "module_attr": ("run.py", "import pkg.lib as m\n\n\ndef main():\n    m.RAN.clear()\n"),
     "other_getattr": ("run.py", "import pkg.lib as lib\n\n\ndef main(a):\n    getattr(lib, a)\n"),
 }
+NOT_KEEPING = frozenset({"module_attr"})  # `m.RAN`: the module's other names only
 # module features: text added to pkg/lib.py
 OWN = {
     "plain": "",
@@ -117,7 +120,8 @@ def expected_left(
         return False
     if name.startswith("test") or own != "plain":
         return False  # a test runner's name, or the module reaches its names by a string
-    return not mentions  # every mention, whatever its form, keeps it
+    # every mention of the name, whatever its form, keeps it; of the module, a use as a value
+    return set(mentions) <= NOT_KEEPING
 
 
 def default_findings(lib: Path) -> int:
@@ -197,6 +201,8 @@ UNUSED = {
 @example({**UNUSED, "name": "test_loader"})
 @example({**UNUSED, "file": "hubconf.py"})
 @example({**UNUSED, "git": False})
+@example({**UNUSED, "mentions": ["module_attr"]})
+@example({**UNUSED, "mentions": ["module_passed", "module_attr"]})
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_default_run_leaves_only_functions_nothing_names(drawn: dict) -> None:
     with tempfile.TemporaryDirectory(prefix=f"unused{next(_COUNT)}_") as folder:

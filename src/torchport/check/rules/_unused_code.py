@@ -28,8 +28,10 @@ a framework's hook, ``training_step``, called by a name the repository never spe
 * its module reaches no name of its own by a string (:data:`_OWN_INTROSPECTION`:
   ``globals()``, ``eval(...)``, ``sys.modules``, ``fire.Fire()`` exposing every function,
   ...; a method's ``model.eval()`` is none), and no file of the repository naming the
-  module's stem as a word may (:data:`_INTROSPECTION`: ``getattr(drn, args.arch)``,
-  ``vars(mod)``, ``mod.__dict__``).
+  module's stem as a word may (:func:`_reaches`: the module as a value, ``getattr(drn,
+  args.arch)``, ``build(m)`` or ``m.__dict__`` of the stem or a name an ``import ... as m``
+  binds; or ``globals()``, ``eval(...)``, ``import_module``, ``sys.modules``, a star
+  import: any module's names; ``drn.drn_d_54(...)`` and ``getattr(args, k)`` are none).
 
 Any doubt keeps the finding: no repository near, more files than it reads, the file not
 among its texts. Not seen, so not kept: a caller that builds the name at run time from
@@ -61,11 +63,14 @@ _OWN_INTROSPECTION = re.compile(
     r"(?<!\w)(?:globals|locals|vars|exec|__import__|Fire)\s*\(|(?<![\w.])eval\s*\("
     r"|builtins\.eval|__dict__|getmembers|sys\.modules|import_module"
 )
-# ... and in a file naming the module's stem (`getattr(drn, args.arch)`)
-_INTROSPECTION = re.compile(
-    rb"(?<!\w)(?:getattr|vars|globals|exec|Fire)\s*\(|(?<![\w.])(?:eval|dir)\s*\("
-    rb"|builtins\.eval|__dict__|getmembers"
+# ... and in a file naming the module's stem: a way to any module's names, or the module as
+# a value (below)
+_DYNAMIC = re.compile(
+    rb"(?<!\w)(?:globals|locals|exec|__import__|Fire)\s*\(|(?<![\w.])eval\s*\("
+    rb"|builtins\.eval|import_module|sys\.modules|import\s*\*"
 )
+_ALIAS = re.compile(rb"\bas\s+(\w+)")
+_IMPORT_LINE = re.compile(rb"\s*(?:import|from)\s")
 _SEEN: dict[object, object] = {}
 _FILE = "unused_code.file"  # Context.memo's keys: the file's repository (None: none to ask)
 _MEMO = "unused_code.functions"  # id(def) -> answer
@@ -144,10 +149,28 @@ def _spelled_once(root: str, path: str, name: str) -> bool:
             continue
         if needle in data and word.search(data) is not None:
             return False
-        if (
-            stem in data
-            and module_word.search(data) is not None
-            and _INTROSPECTION.search(data) is not None
-        ):
+        if stem in data and module_word.search(data) is not None and _reaches(data, stem):
             return False
     return True
+
+
+def _reaches(data: bytes, stem: bytes) -> bool:
+    """Whether a file naming the module's ``stem`` may reach its names by a string: a way to
+    any module's names (:data:`_DYNAMIC`), or, outside an import line, the stem or a name an
+    ``as`` binds on a line naming it (``import pkg.stem as m``) not followed by ``.`` (the
+    module as a value: ``getattr(drn, args.arch)``, ``vars(m)``, ``build(m)``, ``(stem,)``)
+    or followed by ``.__dict__``. Comments and strings count: any doubt keeps the finding."""
+    if _DYNAMIC.search(data) is not None:
+        return True
+    stem_word = re.compile(rb"(?<!\w)" + re.escape(stem) + rb"(?!\w)")
+    lines = data.splitlines()
+    names = {stem}
+    for line in lines:
+        if stem in line and stem_word.search(line) is not None:
+            names.update(_ALIAS.findall(line))
+    value = re.compile(
+        rb"(?<![\w])(?:"
+        + b"|".join(re.escape(n) for n in sorted(names))
+        + rb")(?!\w)(?!\s*\.(?!\s*__dict__))"
+    )
+    return any(value.search(line) is not None for line in lines if not _IMPORT_LINE.match(line))
