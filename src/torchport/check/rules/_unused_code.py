@@ -67,7 +67,8 @@ _OWN_INTROSPECTION = re.compile(
 # a value (below)
 _DYNAMIC = re.compile(
     rb"(?<!\w)(?:globals|locals|exec|__import__|Fire)\s*\(|(?<![\w.])eval\s*\("
-    rb"|builtins\.eval|import_module|sys\.modules|import\s*\*"
+    rb"|builtins\.eval|import_module|sys\.modules|import\s*\*|runpy|run_path|run_module"
+    rb"|spec_from|exec_module|load_source|load_module"
 )
 _ALIAS = re.compile(rb"\bas\s+(\w+)")
 _IMPORT_LINE = re.compile(rb"\s*(?:import|from)\s")
@@ -157,9 +158,10 @@ def _spelled_once(root: str, path: str, name: str) -> bool:
 def _reaches(data: bytes, stem: bytes) -> bool:
     """Whether a file naming the module's ``stem`` may reach its names by a string: a way to
     any module's names (:data:`_DYNAMIC`), or, outside an import line, the stem or a name an
-    ``as`` binds on a line naming it (``import pkg.stem as m``) not followed by ``.`` (the
-    module as a value: ``getattr(drn, args.arch)``, ``vars(m)``, ``build(m)``, ``(stem,)``)
-    or followed by ``.__dict__``. Comments and strings count: any doubt keeps the finding."""
+    ``as`` binds on a line naming it (``import pkg.stem as m``) followed by neither ``.``
+    nor ``(`` (the module as a value: ``getattr(drn, args.arch)``, ``vars(m)``, ``build(m)``,
+    ``(stem,)``; a module is not called, ``model.train()`` is another name) or followed by
+    ``.__dict__``. Comments and strings count: any doubt keeps the finding."""
     if _DYNAMIC.search(data) is not None:
         return True
     stem_word = re.compile(rb"(?<!\w)" + re.escape(stem) + rb"(?!\w)")
@@ -171,6 +173,6 @@ def _reaches(data: bytes, stem: bytes) -> bool:
     value = re.compile(
         rb"(?<![\w])(?:"
         + b"|".join(re.escape(n) for n in sorted(names))
-        + rb")(?!\w)(?!\s*\.(?!\s*__dict__))"
+        + rb")(?!\w)(?!\s*\.(?!\s*__dict__))(?!\s*\()"
     )
     return any(value.search(line) is not None for line in lines if not _IMPORT_LINE.match(line))
