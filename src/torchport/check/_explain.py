@@ -22,7 +22,6 @@ from torchport.check._select import (
     CONTEXTS,
     CUDA_NAMING,
     TEST,
-    UNUSED_CODE_RULES,
     available_rules,
     fix_command,
 )
@@ -71,12 +70,6 @@ def _default(rule: type[Rule]) -> str:
             f"a CUDA-only package, its project's own CUDA-only extension, or compiling CUDA "
             f"sources; code after such an import in a block holding it), where "
             f"`--extend-select {rule.code}` runs it too"
-        )
-    if rule.default and rule.code in UNUSED_CODE_RULES:
-        where += (
-            "; and out of a module-level function its repository spells only at its `def` "
-            "(not decorated, its module neither installable nor reached by a string): code "
-            "nothing in the project runs"
         )
     return where
 

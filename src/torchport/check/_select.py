@@ -34,7 +34,6 @@ __all__ = [
     "CONTEXTS",
     "CUDA_NAMING",
     "TEST",
-    "UNUSED_CODE_RULES",
     "available_codes",
     "available_rules",
     "context_of",
@@ -76,14 +75,6 @@ CUDA_NAMING = frozenset(
         *("TP104", "TP119", "TP401", "TP402", "TP403", "TP404", "TP406", "TP407", "TP408"),
     }
 )
-
-# The hard-coded device rules a default run leaves out of code nothing in the repository runs
-# (rules/_unused_code.py: a module-level function whose name the repository spells only at its
-# `def`; samples U-Y judge such rows low, (e)): naming another device there changes nothing.
-# Not TP307 and the other security rules: a loader of remote pickles is a hazard whoever
-# calls it later, and a user of the repository may.
-UNUSED_CODE_RULES = frozenset({"TP101", "TP104", "TP109"})
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -296,23 +287,14 @@ def default_reports(rule: type[Rule], ctx: Context, node: ast.AST | None = None)
     """Whether a default run hands ``rule`` the node being checked (``node``): the node is in
     one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does not
     need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding
-    it, imports a CUDA-only package or extension), and, for one of :data:`UNUSED_CODE_RULES`,
-    it is not in a function nothing in its repository names (``rules/_unused_code.py``)."""
+    it, imports a CUDA-only package or extension)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:
         return True
     from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
 
-    if needs_cuda_here(ctx, node):
-        return False
-    ancestors = ctx.ancestors  # a module-level function's (cheap: asked per node)
-    top = ancestors[1] if len(ancestors) > 1 else node
-    if rule.code not in UNUSED_CODE_RULES or not isinstance(top, _FUNCTIONS):
-        return True
-    from torchport.check.rules._unused_code import in_unused_code  # on first use
-
-    return not in_unused_code(ctx, node)
+    return not needs_cuda_here(ctx, node)
 
 
 def scoped_codes(
