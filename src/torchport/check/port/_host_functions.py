@@ -142,7 +142,11 @@ class _Asker:
         if isinstance(func, ast.Name):
             # another such function of the module, the name not bound in this one
             return func.id in self.known and func.id not in self.values
-        return func.attr not in MOVING_METHODS and self.host(func.value, deeper)
+        return (  # `fns[0](x)`, `make()(x)`: not sure
+            isinstance(func, ast.Attribute)
+            and func.attr not in MOVING_METHODS
+            and self.host(func.value, deeper)
+        )
 
     def _name(self, name: str, depth: int) -> bool:
         if name in self.asking:
@@ -165,7 +169,7 @@ def _local_values(func: ast.AST) -> _Values:
     found = _VALUES.get(func)
     if found is not None:
         return found
-    values: _Values = {}
+    assigned: dict[str, list[ast.expr]] = {}
     handled: set[int] = set()
     stored: list[ast.Name] = []
     declared: set[str] = set()
@@ -174,10 +178,10 @@ def _local_values(func: ast.AST) -> _Values:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 handled.add(id(target))
-                values.setdefault(target.id, []).append(node.value)
+                assigned.setdefault(target.id, []).append(node.value)
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             handled.add(id(node.target))
-            values.setdefault(node.target.id, []).append(node.value)
+            assigned.setdefault(node.target.id, []).append(node.value)
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             stored.append(node)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -191,6 +195,7 @@ def _local_values(func: ast.AST) -> _Values:
         declared.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
         declared.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     declared.update(n.id for n in stored if id(n) not in handled)
+    values: _Values = {**assigned}
     for name in declared:
         values[name] = None
     _VALUES[func] = values

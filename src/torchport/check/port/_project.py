@@ -122,6 +122,7 @@ class ProjectImports:
         """Whether ``func`` (``load``, ``utils.load``) is a project function whose every
         return is host data by its own code (:mod:`~torchport.check.port._host_functions`);
         with ``index``: or whose every return is a tuple with host data there."""
+        whole: Set[str]
         if isinstance(func, ast.Name):
             name, whole, items = func.id, self.host_functions, self.host_items
         elif isinstance(func, ast.Attribute) and self.modules:
