@@ -59,6 +59,9 @@ class Context(SourceText):
         self.path = path
         self.tree = tree
         self.ancestors: list[ast.AST] = []
+        # The run's target torch (the engine's setting; None: no limit): a fix writing an
+        # API it lacks is dropped after the walk, which the port's analysis must foresee
+        self.target_torch: tuple[int, int] | None = None
         # Names some import binds somewhere (cheap: statements only). A name outside it
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)

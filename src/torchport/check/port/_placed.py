@@ -34,7 +34,20 @@ def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
     cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
     if moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
         return False
-    return facts.device_at(node) is not None
+    found = facts.device_at(node)
+    if found is None:
+        return False
+    target = facts.ctx.target_torch
+    if target is None:
+        return True
+    # A fix writing an API the target torch lacks is dropped after the walk
+    # (`_torch_api.within_target`): the finding stays, the tensor on the CPU.
+    from torchport.check._torch_api import writes_within
+    from torchport.check.rules.tensor_not_on_device import made_on
+
+    device, edits = found
+    moved = made_on(device, node, name, cast, False, facts, facts.ctx)
+    return writes_within((*moved, *edits), facts.ctx.source, target)
 
 
 def makes_a_host_tensor(node: ast.Call, name: str | None, *, helper: bool) -> bool:

@@ -130,7 +130,7 @@ class TensorNotOnDevice(Rule):
             yield ctx.finding(self, node, message=_placed_by_the_program(facts))
             return
         device, edits = found
-        moved = _made_on(device, node, name, cast, helper, facts, ctx)
+        moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
 
 
@@ -146,7 +146,7 @@ def _placed_by_the_program(facts: PortFacts) -> str | None:
     )
 
 
-def _made_on(
+def made_on(
     device: str,
     node: ast.Call,
     name: str | None,
