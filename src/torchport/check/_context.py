@@ -54,14 +54,16 @@ class Context(SourceText):
     Positions and text edits come from :class:`~torchport.check._source.SourceText`.
     """
 
-    def __init__(self, source: str, path: str, tree: ast.Module) -> None:
+    def __init__(
+        self, source: str, path: str, tree: ast.Module, target_torch: tuple[int, int] | None = None
+    ) -> None:
         super().__init__(source)
         self.path = path
         self.tree = tree
         self.ancestors: list[ast.AST] = []
         # The run's target torch (the engine's setting; None: no limit): a fix writing an
         # API it lacks is dropped after the walk, which the port's analysis must foresee
-        self.target_torch: tuple[int, int] | None = None
+        self.target_torch = target_torch
         # Names some import binds somewhere (cheap: statements only). A name outside it
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)

@@ -19,12 +19,15 @@ function used another way) is not sure: the flow's word stands.
 from __future__ import annotations
 
 import ast
+from collections.abc import Set
 
+from torchport.check._match import dotted_parts
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, host_library
 from torchport.check.port._facts import PortFacts
 from torchport.check.port._host_functions import host_functions
 from torchport.check.port._kinds import value_kinds
 from torchport.check.port._parameters import parameter_default
+from torchport.check.port._project import ProjectImports
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["surely_host"]
@@ -129,7 +132,7 @@ class _Asker:
         """A function of the project (another module's, or this file's at module level)
         whose every return is host data by its own code (``_host_functions``); with
         ``index``: or whose every return is a tuple with host data there."""
-        if self.facts.project.host_function(func, index):
+        if _project_host(self.facts.project, func, index):
             return True
         if not isinstance(func, ast.Name):
             return False
@@ -178,3 +181,21 @@ class _Asker:
             if given is None or not self.host(given, depth):
                 return False
         return True
+
+
+def _project_host(project: ProjectImports, func: ast.expr, index: int | None) -> bool:
+    """Whether ``func`` (``load``, ``utils.load``) is another project module's function
+    whose every return is host data by its own code (``_host_functions``); with ``index``:
+    or whose every return is a tuple with host data there."""
+    whole: Set[str]
+    if isinstance(func, ast.Name):
+        name, whole, items = func.id, project.host_functions, project.host_items
+    elif isinstance(func, ast.Attribute) and project.modules:
+        parts = dotted_parts(func.value)
+        facts = project.modules.get(".".join(parts)) if parts is not None else None
+        if facts is None:
+            return False
+        name, whole, items = func.attr, facts.host_functions, dict(facts.host_items)
+    else:
+        return False
+    return name in whole or (index is not None and index in items.get(name, ()))

@@ -118,23 +118,6 @@ class ProjectImports:
                 return dict(facts.views).get(func.attr)
         return None
 
-    def host_function(self, func: ast.expr, index: int | None = None) -> bool:
-        """Whether ``func`` (``load``, ``utils.load``) is a project function whose every
-        return is host data by its own code (:mod:`~torchport.check.port._host_functions`);
-        with ``index``: or whose every return is a tuple with host data there."""
-        whole: Set[str]
-        if isinstance(func, ast.Name):
-            name, whole, items = func.id, self.host_functions, self.host_items
-        elif isinstance(func, ast.Attribute) and self.modules:
-            owner = _dotted(func.value)
-            facts = self.modules.get(owner) if owner is not None else None
-            if facts is None:
-                return False
-            name, whole, items = func.attr, facts.host_functions, dict(facts.host_items)
-        else:
-            return False
-        return name in whole or (index is not None and index in items.get(name, ()))
-
     def owner_of(self, expr: ast.expr) -> Owned | None:
         """Whose device methods the name or ``alias.name`` has, if a project module binds it.
 
