@@ -55,17 +55,23 @@ def host_functions(ctx: Context, tree: ast.Module) -> HostFunctions:
             counts[name] = counts.get(name, 0) + 1
     candidates = [f for f in functions if counts.get(f.name) == 1 and not f.decorator_list]
     known: set[str] = set()
-    for _ in range(4):  # a function calling another such function
-        before = len(known)
-        for func in candidates:
-            if func.name not in known and returns_all(func, _Asker(ctx, func, known).host):
+    names = {f.name for f in candidates}
+    asking = candidates
+    for _ in range(4):  # a function calling another such function: asked again
+        waiting = []
+        for func in asking:
+            asker = _Asker(ctx, func, known, names)
+            if returns_all(func, asker.host):
                 known.add(func.name)
-        if len(known) == before:
+            elif asker.waits:
+                waiting.append(func)
+        if not waiting or len(waiting) == len(asking):
             break
+        asking = waiting
     items: list[tuple[str, tuple[int, ...]]] = []
     for func in candidates:
         if func.name not in known:
-            positions = _host_positions(_Asker(ctx, func, known), func)
+            positions = _host_positions(_Asker(ctx, func, known, names), func)
             if positions:
                 items.append((func.name, positions))
     return frozenset(known), tuple(items)
@@ -108,12 +114,24 @@ def _top_bound(stmt: ast.stmt) -> list[str]:
 
 
 class _Asker:
-    def __init__(self, ctx: Context, func: ast.AST, known: Set[str]) -> None:
+    def __init__(self, ctx: Context, func: ast.AST, known: Set[str], names: Set[str]) -> None:
         self.ctx = ctx
         self.func = func
         self.known = known
-        self.values = _local_values(func)
+        self.names = names  # the functions that may be such (a call of one not known yet waits)
+        self.waits = False
+        self._values: _Values | None = None  # (worked out on first use)
+        args = getattr(func, "args", None)
+        self.params = (
+            {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
+        )
         self.asking: set[str] = set()
+
+    @property
+    def values(self) -> _Values:
+        if self._values is None:
+            self._values = _local_values(self.func)
+        return self._values
 
     def host(self, expr: ast.expr, depth: int = 0) -> bool:
         if depth > _DEPTH:
@@ -141,7 +159,10 @@ class _Asker:
             return True
         if isinstance(func, ast.Name):
             # another such function of the module, the name not bound in this one
-            return func.id in self.known and func.id not in self.values
+            if func.id not in self.names or func.id in self.values:
+                return False
+            self.waits = self.waits or func.id not in self.known
+            return func.id in self.known
         return (  # `fns[0](x)`, `make()(x)`: not sure
             isinstance(func, ast.Attribute)
             and func.attr not in MOVING_METHODS
@@ -149,6 +170,8 @@ class _Asker:
         )
 
     def _name(self, name: str, depth: int) -> bool:
+        if name in self.params:
+            return False  # what a caller hands it: not sure
         if name in self.asking:
             # (`x = x[:n]`: every value `x` holds comes from one of its bindings; asked
             # again inside them, the others decide)
