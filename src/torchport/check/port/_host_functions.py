@@ -154,8 +154,10 @@ class _Asker:
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in _READS:
             return True  # `.numpy()`, `.item()`, `.tolist()`, `.size()`
-        name = self.ctx.qualname(func) or ""
-        if name.startswith("numpy.") or host_library(name):
+        # (`np.zeros`: read where module-level imports alone bind `np`, without the scope
+        # pass, which a module read for its facts alone need not pay for)
+        name = self.ctx.imported_name(func) or ""
+        if (name.startswith("numpy.") or host_library(name)) and not self._local_root(func):
             return True
         if isinstance(func, ast.Name):
             # another such function of the module, the name not bound in this one
@@ -168,6 +170,12 @@ class _Asker:
             and func.attr not in MOVING_METHODS
             and self.host(func.value, deeper)
         )
+
+    def _local_root(self, func: ast.expr) -> bool:
+        """Whether the root name of ``func`` is bound in the function (``np = ...``)."""
+        while isinstance(func, ast.Attribute):
+            func = func.value
+        return isinstance(func, ast.Name) and func.id in self.values
 
     def _name(self, name: str, depth: int) -> bool:
         if name in self.params:
