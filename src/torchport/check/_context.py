@@ -54,11 +54,14 @@ class Context(SourceText):
     Positions and text edits come from :class:`~torchport.check._source.SourceText`.
     """
 
-    def __init__(self, source: str, path: str, tree: ast.Module) -> None:
+    def __init__(
+        self, source: str, path: str, tree: ast.Module, target_torch: tuple[int, int] | None = None
+    ) -> None:
         super().__init__(source)
         self.path = path
         self.tree = tree
         self.ancestors: list[ast.AST] = []
+        self.target_torch = target_torch  # the engine's setting (None: no limit; _placed.py)
         # Names some import binds somewhere (cheap: statements only). A name outside it
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
@@ -278,6 +281,13 @@ class Context(SourceText):
             name = self._fast_qualname(expr, root) or self.scopes.qualname(expr)
         self._last_expr, self._last_name = expr, name
         return name
+
+    def imported_name(self, expr: ast.expr) -> str | None:
+        """:meth:`qualname` without the scope pass (None where only the pass could tell)."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return self._fast_qualname(expr, root) if isinstance(root, ast.Name) else None
 
     def only_imported(self, name: str) -> bool:
         """Whether ``name`` is bound by module-level imports and nothing else in the file,

@@ -445,7 +445,7 @@ def check_tree(
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    ctx = Context(source, path, tree)
+    ctx = Context(source, path, tree, target_torch=settings.target_torch)
     try:
         gated = prefilter and port_gated(ruleset.codes) and not port_may_report(ctx)
         outcome = CheckOutcome([]) if gated else _walk(tree, ctx, ruleset, noqa, strict=strict)

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from torchport.check._patterns import lazy_pattern
 from torchport.check._records import replace
-from torchport.check._rule import Finding
+from torchport.check._rule import Edit, Finding
 
 __all__ = [
     "ARGUMENT_SINCE",
@@ -209,7 +209,18 @@ def _missing(
     """The first API the fix writes that ``target`` lacks, with the torch that has it."""
     if finding.fix is None:
         return None
-    for edit in finding.fix.edits:
+    return _missing_in(finding.fix.edits, source, target)
+
+
+def writes_within(edits: Iterable[Edit], source: str, target: TorchVersion | None) -> bool:
+    """Whether ``edits`` write only APIs ``target`` has (a fix :func:`within_target` keeps)."""
+    return target is None or _missing_in(edits, source, target) is None
+
+
+def _missing_in(
+    edits: Iterable[Edit], source: str, target: TorchVersion
+) -> tuple[str, TorchVersion] | None:
+    for edit in edits:
         if not edit.text or edit.start < 0:
             continue
         replaced = source[edit.start : edit.end]

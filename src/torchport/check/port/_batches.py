@@ -45,6 +45,9 @@ __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 # What a batch name is moved as when the port knows its kind.
 _MOVED = frozenset({Kind.TENSOR, Kind.BATCH})
 _LEFT = frozenset({Kind.DEVICE, Kind.MODEL, Kind.LOADER, Kind.OTHER, Kind.NUMPY})
+# A parameter one call site gives a number (a string, None) and another a device tensor: each
+# call's value is left as it is (their join is UNKNOWN: no one kind holds both)
+_NUMBER_OR_DEVICE = frozenset({Kind.OTHER, Kind.DEVICE})
 
 
 @dataclass
@@ -136,6 +139,8 @@ class _Planner:
                 continue
             if kind is Kind.UNKNOWN and self._only_made_into_tensors(param, scope):
                 continue  # `torch.tensor(s, dtype=...)`: that tensor is moved (or reported)
+            if kind is Kind.UNKNOWN and self.kinds.callers.given(param) == _NUMBER_OR_DEVICE:
+                continue  # `forward(5)`, `forward(X)` of a tensor on the device: nothing to move
             self.plan.covered.add((id(func), name))
             if kind in _MOVED:
                 usage = "tensor" if kind is Kind.TENSOR else self._kind(name, scope.nodes)

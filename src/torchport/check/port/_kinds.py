@@ -50,6 +50,7 @@ from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._instances import made_by
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.port._parameters import CallerKinds
+from torchport.check.port._placed import placed_by_the_port
 from torchport.check.port._reaching import Reaching
 from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join, memoized
 from torchport.check.semantic import BindingKind
@@ -381,7 +382,10 @@ class ValueKinds:
         return Kind.UNKNOWN
 
     def _made(self, call: ast.Call) -> Kind:
-        """A torch function's tensor: on the device when made there or from device tensors."""
+        """A torch function's tensor: on the device when made there or from device tensors,
+        or when the port makes it there (TP503's fix: :mod:`~torchport.check.port._placed`)."""
+        if placed_by_the_port(call, self.facts):
+            return Kind.DEVICE
         for k in call.keywords:
             if k.arg == "device":
                 if follows_a_tensor(k.value):  # `device=x.device`: where `x` is

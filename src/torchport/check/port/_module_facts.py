@@ -35,6 +35,10 @@ class ModuleFacts:
     # whose device methods its classes, instances and re-exports have (_project_owners.py)
     owners: tuple[tuple[str, Owned], ...] = ()
     defined: frozenset[str] = frozenset()  # the names it binds itself (no star imports)
+    # functions whose every return is host data (numpy, numbers): _host_functions.py
+    host_functions: frozenset[str] = frozenset()
+    # functions returning tuples: the positions holding host data in every return
+    host_items: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # :attr:`owned`, made on first use (asked for every name a file imports from the module)
     _owned: dict[str, Owned] | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -43,6 +43,7 @@ class CallerKinds:
         self._memo: dict[int, object] = {}  # parameter and return kinds, by node id
         self._returns_of: dict[int, list[ast.expr] | None] = {}
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
+        self._given: dict[int, frozenset[Kind]] = {}  # parameter -> the kinds its calls pass
 
     def returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only."""
@@ -141,7 +142,14 @@ class CallerKinds:
                 kinds.append(self.kind_of(given))
             elif default is not None:
                 kinds.append(self.kind_of(default))
+        self._given[id(arg)] = frozenset(kinds)
         return join(kinds)
+
+    def given(self, arg: ast.arg) -> frozenset[Kind]:
+        """The kinds the file's call sites pass for ``arg`` (empty: its kind is not told by
+        them: an annotation, no call site, a ``*args`` call)."""
+        self.parameter(arg)
+        return self._given.get(id(arg), frozenset())
 
     def _annotation(self, annotation: ast.expr | None) -> Kind | None:
         if annotation is None:

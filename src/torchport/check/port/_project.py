@@ -44,6 +44,7 @@ from torchport.check._context import Context
 from torchport.check._listing import recorded, span, still
 from torchport.check._match import dotted_parts
 from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
+from torchport.check.port._host_functions import host_functions
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_facts import KINDS, NOT_GIVEN, ModuleFacts
 from torchport.check.port._module_files import Lookups, top_package
@@ -98,6 +99,9 @@ class ProjectImports:
     # (apart from equality: the port's views compare without them)
     owners: dict[str, Owned] = field(default_factory=dict, compare=False)
     unresolved: set[str] = field(default_factory=set, compare=False)
+    # local names of functions whose every return is host data (_host_functions.py)
+    host_functions: set[str] = field(default_factory=set, compare=False)
+    host_items: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
     star_unresolved: bool = field(default=False, compare=False)
     # name -> the first kind (in KINDS's order) holding it; built by the first lookup
     _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -316,6 +320,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         for c in classdefs
         if c.name in models and (positions := converted_inputs(ctx, c))
     ]
+    hosts = host_functions(ctx, tree)
     return ModuleFacts(
         path=ctx.path,
         classes=models,
@@ -330,6 +335,8 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         converted=tuple(converted),
         owners=owners_of(ctx, imported, models),
         defined=bound_names(tree),
+        host_functions=hosts[0],
+        host_items=hosts[1],
     )
 
 
@@ -360,6 +367,15 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                 source_facts = module_facts(source, seen, lookups) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
+                    if (
+                        source_facts is not None
+                        and alias.name in source_facts.host_functions
+                        and only_import(local)
+                    ):
+                        out.host_functions.add(local)
+                    items = dict(source_facts.host_items) if source_facts is not None else {}
+                    if alias.name in items and only_import(local):
+                        out.host_items[local] = items[alias.name]
                     if alias.name == "*":  # `from model import *`: its public names, theirs
                         if source is not None and source_facts is not None:
                             given = ctx.star_names(node)  # None: the resolver cannot say

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._port import PortFacts, creators, is_move, port_facts
+from torchport.check.rules._port import PortFacts, creators, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE, short_call
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
@@ -108,53 +108,30 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        if not _reaches_the_device(node, facts):  # (first: it reads two sets)
+        from torchport.check.port._placed import (  # on first use
+            makes_a_host_tensor,
+            moved_at_once,
+            reaches_the_device,
+        )
+
+        if not reaches_the_device(node, facts):  # (first: it reads two sets)
             return
         name = ctx.qualname(node.func)
         helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
-        if not _makes_a_host_tensor(node, name, helper):
+        if not makes_a_host_tensor(node, name, helper=helper):
             return
-        from torchport.check.port._chains import cast_end  # on first use
+        from torchport.check.port._chains import cast_end
 
         cast = cast_end(node, facts.parents) if name not in creators()[1] else None
-        if _moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
+        if moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
             return  # moved right away, or **kwargs may carry device=
         found = facts.device_at(node)
         if found is None:
             yield ctx.finding(self, node, message=_placed_by_the_program(facts))
             return
         device, edits = found
-        moved = _made_on(device, node, name, cast, helper, facts, ctx)
+        moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
-
-
-def _makes_a_host_tensor(node: ast.Call, name: str | None, helper: bool) -> bool:
-    """A creator without ``device=``, or a project function that returns a CPU tensor."""
-    if helper:
-        return True
-    made_by, typed = creators()
-    creates = name in made_by or name in typed
-    return creates and keyword(node, "device") is None
-
-
-def _reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
-    """In code the port reaches, where the value meets a device tensor or model."""
-    scope = facts.scope_of.get(id(node))
-    if scope is None or scope.internal:
-        return False
-    key = id(node)
-    return key in scope.sink_nodes or key in scope.reach_values
-
-
-def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
-    """``torch.zeros(3).to(x)``: the tensor (after its cast) is moved where it is made (to
-    the CPU too: ``.to("cpu")``, the program's own choice, which TP523 names)."""
-    parent = facts.parents.get(id(made))
-    up = facts.parents.get(id(parent), parent)
-    scope = facts.scope_of.get(id(made)) or facts.module
-    if not isinstance(parent, ast.Attribute) or not isinstance(up, ast.Call):
-        return False
-    return is_move(up) or facts.to_cpu(up, scope)
 
 
 def _placed_by_the_program(facts: PortFacts) -> str | None:
@@ -169,7 +146,7 @@ def _placed_by_the_program(facts: PortFacts) -> str | None:
     )
 
 
-def _made_on(
+def made_on(
     device: str,
     node: ast.Call,
     name: str | None,

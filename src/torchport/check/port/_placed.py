@@ -1,0 +1,78 @@
+"""Whether the port itself puts a creator's tensor on the device (TP503's fix).
+
+``X = torch.tensor([1, 2, 3, 4], dtype=torch.float32)`` read next to the model's weights is
+made with ``device=device`` by TP503's fix. The value kinds (:mod:`~torchport.check.port._kinds`)
+read the original code: they took ``X`` for a CPU tensor, so a parameter given ``5`` at one
+call and ``X`` at another was "cannot tell" (TP520), and one given ``X`` alone was moved again
+at the top of the function (a TP502 move of a tensor already there). :func:`placed_by_the_port`
+asks TP503's own conditions, so the kinds and the fix cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._match import keyword
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortFacts
+
+__all__ = ["makes_a_host_tensor", "moved_at_once", "placed_by_the_port", "reaches_the_device"]
+
+
+def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
+    """Whether TP503 fixes ``node``, a torch creator, to make its tensor on the device."""
+    if not reaches_the_device(node, facts):
+        return False
+    name = facts.ctx.qualname(node.func)
+    if not makes_a_host_tensor(node, name, helper=False):
+        return False
+    from torchport.check.port._chains import cast_end
+
+    cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
+    if moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
+        return False
+    found = facts.device_at(node)
+    if found is None:
+        return False
+    target = facts.ctx.target_torch
+    if target is None:
+        return True
+    # A fix writing an API the target torch lacks is dropped after the walk
+    # (`_torch_api.within_target`): the finding stays, the tensor on the CPU.
+    from torchport.check._torch_api import writes_within
+    from torchport.check.rules.tensor_not_on_device import made_on
+
+    device, edits = found
+    moved = made_on(device, node, name, cast, False, facts, facts.ctx)
+    return writes_within((*moved, *edits), facts.ctx.source, target)
+
+
+def makes_a_host_tensor(node: ast.Call, name: str | None, *, helper: bool) -> bool:
+    """A creator without ``device=``, or a project function that returns a CPU tensor."""
+    if helper:
+        return True
+    creates = name in CREATORS or name in TYPED_CONSTRUCTORS
+    return creates and keyword(node, "device") is None
+
+
+def reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
+    """In code the port reaches, where the value meets a device tensor or model."""
+    scope = facts.scope_of.get(id(node))
+    if scope is None or scope.internal:
+        return False
+    key = id(node)
+    return key in scope.sink_nodes or key in scope.reach_values
+
+
+def moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
+    """``torch.zeros(3).to(x)``: the tensor (after its cast) is moved where it is made (to
+    the CPU too: ``.to("cpu")``, the program's own choice, which TP523 names)."""
+    parent = facts.parents.get(id(made))
+    up = facts.parents.get(id(parent), parent)
+    scope = facts.scope_of.get(id(made)) or facts.module
+    if not isinstance(parent, ast.Attribute) or not isinstance(up, ast.Call):
+        return False
+    return is_move(up) or facts.to_cpu(up, scope)
