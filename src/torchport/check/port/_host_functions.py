@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Set
+from collections.abc import Callable, Set
 
 from torchport.check._context import Context
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, host_library
 from torchport.check.port._module_functions import own_nodes, returns_all
 
-__all__ = ["HostFunctions", "host_functions"]
+__all__ = ["HostFunctions", "host_functions", "shape_host"]
 
 # (the functions whose every return is host data; for each function every return of which is
 # a tuple of one length, the positions holding host data in all of them: `return t, np.ones(3)`)
@@ -137,16 +137,9 @@ class _Asker:
         if depth > _DEPTH:
             return False
         deeper = depth + 1
-        if isinstance(expr, ast.Constant):
-            return True
-        if isinstance(expr, ast.Tuple):
-            return all(self.host(e, deeper) for e in expr.elts)
-        if isinstance(expr, ast.BinOp):
-            return self.host(expr.left, deeper) and self.host(expr.right, deeper)
-        if isinstance(expr, ast.UnaryOp):
-            return self.host(expr.operand, deeper)
-        if isinstance(expr, ast.Subscript):
-            return self.host(expr.value, deeper)
+        shaped = shape_host(expr, lambda e: self.host(e, deeper))
+        if shaped is not None:
+            return shaped
         if isinstance(expr, ast.Name):
             return self._name(expr.id, deeper)
         if not isinstance(expr, ast.Call):
@@ -231,3 +224,19 @@ def _local_values(func: ast.AST) -> _Values:
         values[name] = None
     _VALUES[func] = values
     return values
+
+
+def shape_host(expr: ast.expr, host: Callable[[ast.expr], bool]) -> bool | None:
+    """Whether ``expr`` is host data by its shape, asking ``host`` of its parts: a constant; a
+    tuple, arithmetic or an item of host data. None: not one of these shapes."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.Tuple):  # not a list: what is appended to it later decides
+        return all(host(e) for e in expr.elts)
+    if isinstance(expr, ast.BinOp):
+        return host(expr.left) and host(expr.right)
+    if isinstance(expr, ast.UnaryOp):
+        return host(expr.operand)
+    if isinstance(expr, ast.Subscript):
+        return host(expr.value)
+    return None

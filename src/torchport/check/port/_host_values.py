@@ -24,7 +24,7 @@ from collections.abc import Set
 from torchport.check._match import dotted_parts
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, host_library
 from torchport.check.port._facts import PortFacts
-from torchport.check.port._host_functions import host_functions
+from torchport.check.port._host_functions import host_functions, shape_host
 from torchport.check.port._kinds import value_kinds
 from torchport.check.port._parameters import parameter_default
 from torchport.check.port._project import ProjectImports
@@ -54,18 +54,11 @@ class _Asker:
         if depth > _DEPTH:
             return False
         deeper = depth + 1
-        if isinstance(expr, ast.Constant):
-            return True
+        shaped = shape_host(expr, lambda e: self.host(e, deeper))
+        if shaped is not None:
+            return shaped
         if isinstance(expr, ast.Name):
             return self._name(expr, deeper)
-        if isinstance(expr, ast.BinOp):
-            return self.host(expr.left, deeper) and self.host(expr.right, deeper)
-        if isinstance(expr, ast.UnaryOp):
-            return self.host(expr.operand, deeper)
-        if isinstance(expr, ast.Subscript):
-            return self.host(expr.value, deeper)
-        if isinstance(expr, ast.Tuple):  # not a list: what is appended to it later decides
-            return all(self.host(e, deeper) for e in expr.elts)
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute) and func.attr in HOST_READS - {"cpu"}:
