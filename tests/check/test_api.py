@@ -236,10 +236,10 @@ def test_too_deep_and_engine_crash_are_per_file_errors(
     write(tmp_path / "crash.py", "CRASH = 1\n")
 
     class CrashingContext(Context):
-        def __init__(self, source: str, path: str, tree: ast.Module) -> None:
+        def __init__(self, source: str, path: str, tree: ast.Module, **options: Any) -> None:
             if "CRASH" in source:
                 raise IndexError("context bug")
-            super().__init__(source, path, tree)
+            super().__init__(source, path, tree, **options)
 
     monkeypatch.setattr(engine, "Context", CrashingContext)
     for result in (check_paths([tmp_path], jobs=1), fix_paths([tmp_path], diff=True, jobs=1)):

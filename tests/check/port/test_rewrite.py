@@ -213,7 +213,7 @@ def test_readme_shows_the_port_of_the_example_as_it_is() -> None:
     assert result.remaining == []
 
 
-def test_models_held_by_objects_and_tensors_given_to_functions_are_moved() -> None:
+def test_models_held_by_objects_and_tensors_given_to_functions_are_moved_once() -> None:
     source = (
         "import torch\nfrom torch import nn\n\n"
         "class Trainer:\n"
@@ -236,7 +236,10 @@ def test_models_held_by_objects_and_tensors_given_to_functions_are_moved() -> No
     assert "        self.model = nn.Linear(4, 2).to(device)\n" in out
     # predict is called only with a tensor (one plus one): moved where it arrives
     assert '        """Predict."""\n        x = x.to(device)\n' in out
-    assert "def run(model, bsz, x):\n    x = x.to(device)\n" in out  # bsz: an int, left alone
+    # run is handed a tensor the port itself makes on the device: no second move; bsz, an int,
+    # is left alone
+    assert "def run(model, bsz, x):\n    hidden = model.init_hidden(bsz)\n" in out
+    assert "run(t.model, 4, torch.ones(2, 4, device=device))\n" in out
     assert "x, y = next(iter(" in out and ")))\nx = x.to(device, non_blocking=True)\n" in out
 
 

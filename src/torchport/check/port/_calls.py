@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
 from torchport._device_types import MOVE_METHODS
 from torchport.check._context import Context
@@ -18,6 +19,7 @@ __all__ = [
     "META_ATTRS",
     "NOT_TENSOR_SPACES",
     "PARAMETER",
+    "SAME_KIND_CALLS",
     "TENSOR_SPACES",
     "TORCH_LOADS",
     "TORCH_NOT_TENSORS",
@@ -32,6 +34,7 @@ __all__ = [
     "host_library",
     "host_result",
     "is_move",
+    "library_result",
     "moves_all",
     "moves_to_program_device",
 ]
@@ -71,6 +74,8 @@ NOT_TENSOR_SPACES = (
 )  # fmt: skip
 # `Variable(t)` is `t`; `nn.Parameter(t)` a tensor.
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Calls whose result is of their first argument's kind (a copy of a tensor is a tensor where it was)
+SAME_KIND_CALLS = VARIABLE | {"copy.copy", "copy.deepcopy"}
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Methods that may put what they return on a device (`.to(device)`, `.cuda()`, `.type(...)`):
 # any other method of host data gives host data.
@@ -344,3 +349,27 @@ def grad_source(expr: ast.expr, qualname: QualName) -> bool:
 
 def _true(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is True
+
+
+# Standard-library calls that hand back an object they were given or had stored, a tensor
+# among them (`copy.deepcopy(t)`, `pickle.loads(...)`, `random.choice(batches)`): not sure
+_PASSING_CALLS = frozenset(
+    {"pickle.load", "pickle.loads", "_pickle.load",
+     "_pickle.loads", "functools.reduce", "heapq.heappop", "heapq.heappushpop",
+     "heapq.heapreplace", "random.choice", "random.choices", "random.sample"}
+)  # fmt: skip
+# `operator.add(a, b)`, `operator.getitem(batch, 0)`: any of them but the getter makers
+_NOT_PASSING_OPERATORS = frozenset(
+    {"operator.itemgetter", "operator.attrgetter", "operator.methodcaller"}
+)
+_STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def library_result(name: str) -> bool | None:
+    """For a call of ``name`` (qualified, not torch's): None where it is not the standard
+    library's (a third-party library's result); else whether its result may be an object it
+    was handed or had stored, so perhaps a tensor (``copy.deepcopy``, ``pickle.loads``)."""
+    head = name.partition(".")[0]
+    if head not in _STDLIB:
+        return None
+    return name in _PASSING_CALLS or (head == "operator" and name not in _NOT_PASSING_OPERATORS)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import sys
 import weakref
 from collections.abc import Callable
 
@@ -33,13 +32,14 @@ from torchport.check.port._calls import (
     META_ATTRS,
     NOT_TENSOR_SPACES,
     PARAMETER,
+    SAME_KIND_CALLS,
     TENSOR_SPACES,
     TORCH_LOADS,
     TORCH_NOT_TENSORS,
-    VARIABLE,
     device_target,
     follows_a_tensor,
     is_move,
+    library_result,
     moves_to_program_device,
 )
 from torchport.check.port._class_attributes import ClassAttributes
@@ -59,7 +59,6 @@ __all__ = ["Elements", "Kind", "ValueKinds", "join", "value_kinds"]
 
 
 _BUILTINS = frozenset(dir(builtins))
-_STDLIB = frozenset(sys.stdlib_module_names)
 # Builtins whose result is never a tensor.
 _PLAIN_BUILTINS = frozenset(
     {"len", "int", "float", "str", "bool", "repr", "range", "hash", "id", "ord", "chr", "format",
@@ -355,12 +354,13 @@ class ValueKinds:
         if name in self._loader_classes or name.rsplit(".", 1)[-1] == "DataLoader":
             return Kind.LOADER
         head = name.partition(".")[0]
+        if name in SAME_KIND_CALLS:  # `Variable(t)`, `copy.deepcopy(t)`: the argument's kind
+            return self.of(call.args[0]) if call.args else Kind.UNKNOWN
         if head != "torch":
             if head == "numpy":
                 return Kind.NUMPY
-            return Kind.OTHER if head in _STDLIB else Kind.LIBRARY
-        if name in VARIABLE:
-            return self.of(call.args[0]) if call.args else Kind.UNKNOWN
+            passing = library_result(name)
+            return Kind.LIBRARY if passing is None else Kind.UNKNOWN if passing else Kind.OTHER
         if name in PARAMETER:
             return Kind.TENSOR
         if name in TORCH_LOADS:
