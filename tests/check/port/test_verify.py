@@ -236,18 +236,18 @@ def test_a_device_generic_program_is_verified_both_ways(tmp_path: Path) -> None:
 def test_a_run_to_its_end_with_findings_left_says_they_did_not_stop_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # After patrickloeber/pytorchTutorial's 05_2: `forward(copy.deepcopy(5.0))` passes what the
+    # After patrickloeber/pytorchTutorial's 05_2: `forward(pickle.loads(b))` passes what the
     # port cannot tell from a tensor, `forward(X)` a tensor, so the port cannot move `x` and says
     # so; the run on sim ends, and the summary printed "2 left" then "Verified" with nothing
     # joining the two.
     script = tmp_path / "hand.py"
     script.write_text(
-        "import copy\n\nimport torch\n\n"
+        "import pickle\n\nimport torch\n\n"
         "X = torch.tensor([1.0, 2.0])\nY = torch.tensor([2.0, 4.0])\n"
         "w = torch.tensor(0.0, requires_grad=True)\n\n\n"
         "def forward(x):\n    return w * x\n\n\n"
         "def loss(y, y_pred):\n    return ((y_pred - y) ** 2).mean()\n\n\n"
-        "print(forward(copy.deepcopy(5.0)).item())\nloss(Y, forward(X)).backward()\n"
+        "print(forward(pickle.loads(pickle.dumps(5.0))).item())\nloss(Y, forward(X)).backward()\n"
         "print(w.grad.item())\n"
     )
     code = main(["port", str(script), "--verify"])
