@@ -19,23 +19,14 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["makes_a_host_tensor", "moved_at_once", "placed_by_the_port", "reaches_the_device"]
+__all__ = ["placed_by_the_port", "to_place"]
 
 
 def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
     """Whether TP503 fixes ``node``, a torch creator, to make its tensor on the device."""
-    if not reaches_the_device(node, facts):
-        return False
-    name = facts.ctx.qualname(node.func)
-    if not makes_a_host_tensor(node, name, helper=False):
-        return False
-    from torchport.check.port._chains import cast_end
-
-    cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
-    if moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
-        return False
-    found = facts.device_at(node)
-    if found is None:
+    chosen = to_place(node, facts, helpers=False)
+    found = facts.device_at(node) if chosen is not None else None
+    if chosen is None or found is None:
         return False
     target = facts.ctx.target_torch
     if target is None:
@@ -45,12 +36,34 @@ def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
     from torchport.check._torch_api import writes_within
     from torchport.check.rules.tensor_not_on_device import made_on
 
+    name, cast, _ = chosen
     device, edits = found
     moved = made_on(device, node, name, cast, False, facts, facts.ctx)
     return writes_within((*moved, *edits), facts.ctx.source, target)
 
 
-def makes_a_host_tensor(node: ast.Call, name: str | None, *, helper: bool) -> bool:
+def to_place(
+    node: ast.Call, facts: PortFacts, *, helpers: bool
+) -> tuple[str | None, ast.expr | None, bool] | None:
+    """TP503's conditions short of the device: ``node`` makes a host tensor in code the port
+    reaches, not moved where it is made, with no ``**kwargs`` that may carry ``device=``.
+    Then (its qualified name, the end of its cast chain or None, whether it is a project
+    function returning a CPU tensor: asked only with ``helpers``); else None."""
+    if not _reaches_the_device(node, facts):  # (first: it reads two sets)
+        return None
+    name = facts.ctx.qualname(node.func)
+    helper = helpers and facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
+    if not _makes_a_host_tensor(node, name, helper=helper):
+        return None
+    from torchport.check.port._chains import cast_end  # on first use
+
+    cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
+    if _moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
+        return None
+    return name, cast, helper
+
+
+def _makes_a_host_tensor(node: ast.Call, name: str | None, *, helper: bool) -> bool:
     """A creator without ``device=``, or a project function that returns a CPU tensor."""
     if helper:
         return True
@@ -58,7 +71,7 @@ def makes_a_host_tensor(node: ast.Call, name: str | None, *, helper: bool) -> bo
     return creates and keyword(node, "device") is None
 
 
-def reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
+def _reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
     """In code the port reaches, where the value meets a device tensor or model."""
     scope = facts.scope_of.get(id(node))
     if scope is None or scope.internal:
@@ -67,7 +80,7 @@ def reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
     return key in scope.sink_nodes or key in scope.reach_values
 
 
-def moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
+def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
     """``torch.zeros(3).to(x)``: the tensor (after its cast) is moved where it is made (to
     the CPU too: ``.to("cpu")``, the program's own choice, which TP523 names)."""
     parent = facts.parents.get(id(made))

@@ -365,17 +365,15 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
             if isinstance(node, ast.ImportFrom):
                 source = find(node.module, node.level)
                 source_facts = module_facts(source, seen, lookups) if source is not None else None
+                hosts = source_facts.host_functions if source_facts is not None else frozenset()
+                items = dict(source_facts.host_items) if source_facts is not None else {}
                 for alias in node.names:
                     local = alias.asname or alias.name
-                    if (
-                        source_facts is not None
-                        and alias.name in source_facts.host_functions
-                        and only_import(local)
-                    ):
-                        out.host_functions.add(local)
-                    items = dict(source_facts.host_items) if source_facts is not None else {}
-                    if alias.name in items and only_import(local):
-                        out.host_items[local] = items[alias.name]
+                    if (alias.name in hosts or alias.name in items) and only_import(local):
+                        if alias.name in hosts:
+                            out.host_functions.add(local)
+                        if alias.name in items:
+                            out.host_items[local] = items[alias.name]
                     if alias.name == "*":  # `from model import *`: its public names, theirs
                         if source is not None and source_facts is not None:
                             given = ctx.star_names(node)  # None: the resolver cannot say

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._port import PortFacts, creators, port_facts
+from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE, short_call
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
@@ -108,23 +108,12 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        from torchport.check.port._placed import (  # on first use
-            makes_a_host_tensor,
-            moved_at_once,
-            reaches_the_device,
-        )
+        from torchport.check.port._placed import to_place  # on first use
 
-        if not reaches_the_device(node, facts):  # (first: it reads two sets)
+        chosen = to_place(node, facts, helpers=True)
+        if chosen is None:
             return
-        name = ctx.qualname(node.func)
-        helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
-        if not makes_a_host_tensor(node, name, helper=helper):
-            return
-        from torchport.check.port._chains import cast_end
-
-        cast = cast_end(node, facts.parents) if name not in creators()[1] else None
-        if moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
-            return  # moved right away, or **kwargs may carry device=
+        name, cast, helper = chosen
         found = facts.device_at(node)
         if found is None:
             yield ctx.finding(self, node, message=_placed_by_the_program(facts))
