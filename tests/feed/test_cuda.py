@@ -115,6 +115,34 @@ def test_packed_copy_on_cuda_is_correct_and_aligned() -> None:
         assert (got.data_ptr() - base) % 64 == 0 or got.numel() == 0
 
 
+@pytest.mark.parametrize(
+    ("dtype", "same_width", "exponent"),
+    [
+        (torch.float16, torch.int16, 0x7C00),
+        (torch.bfloat16, torch.int16, 0x7F80),
+        (torch.float32, torch.int32, 0x7F800000),
+        (torch.float64, torch.int64, 0x7FF0000000000000),
+    ],
+)
+def test_packed_floats_keep_every_bit_on_cuda(
+    dtype: torch.dtype, same_width: torch.dtype, exponent: int
+) -> None:
+    # Random patterns, a quarter forced to NaN or inf (payloads, signalling NaNs),
+    # in 1-d and 2-d groups; the oracle is the source's bits.
+    g = torch.Generator().manual_seed(0)
+    info = torch.iinfo(same_width)
+    sources = []
+    for shape in [(4096,), (64, 64), (1,), (3, 5)] * 8:
+        bits = torch.randint(info.min, info.max, shape, generator=g, dtype=same_width)
+        pick = torch.randint(0, 4, shape, generator=g)
+        sources.append(torch.where(pick == 0, bits | exponent, bits).view(dtype))
+    out = tp.to_device(sources, "cuda", pack=True)
+    torch.cuda.synchronize()
+    for src, got in zip(sources, out, strict=True):
+        assert got.dtype == dtype and got.shape == src.shape
+        assert torch.equal(got.cpu().view(same_width), src.view(same_width))
+
+
 def test_staging_reuse_waits_for_the_copy_still_reading_it() -> None:
     pool = StagingPool(max_slots=1)
     first = [torch.full((1 << 20,), 1.0), torch.full((8,), 2.0)]

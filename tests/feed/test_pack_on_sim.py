@@ -1,11 +1,13 @@
 """Packed copies to the simulated accelerator: values, layouts and independence, per tensor.
 
 The packed path splits the device buffer in batches (a same-width integer view of
-each tensor, one ``torch._foreach_add(views, 0)`` allocating every result), which
-only a device holding values can check. The oracle is the per-tensor ``.to`` on the
-same device (its strides) and the source's own bytes (its values); nothing of the
-packing code is asked. The simulator changes the process for good, so the checks
-run in a child (``tests/sim/isolated.py``).
+each tensor, one ``torch._foreach_add(views, 0)`` allocating every result; float32
+and float64 through ``torch._foreach_clamp_min(views, -inf)``), which only a device
+holding values can check; half the floats are raw random bits (NaN payloads,
+signalling NaNs, subnormals), which every path must give back bit for bit. The
+oracle is the per-tensor ``.to`` on the same device (its strides) and the source's
+own bytes (its values); nothing of the packing code is asked. The simulator changes
+the process for good, so the checks run in a child (``tests/sim/isolated.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ DTYPES = [
 LAYOUTS = ["contiguous", "transposed", "strided", "conj", "neg", "odd_unit_strides",
            "channels_last"]
 count = {"tensors": 0, "batches": 0}
+# The exponent bits of each float dtype whose bit patterns are drawn at random.
+EXPONENT = {torch.float16: 0x7C00, torch.bfloat16: 0x7F80, torch.float32: 0x7F800000,
+            torch.float64: 0x7FF0000000000000}
 
 
 def make(seed, dtype, shape, layout):
@@ -53,6 +58,13 @@ def make(seed, dtype, shape, layout):
             flat = wide.view(-1)
             flat[0], flat[1], flat[2] = -0.0, float("inf"), float("nan")
         t = wide.to(dtype)
+        if dtype in EXPONENT:  # raw bits: NaN payloads, signalling NaNs, subnormals
+            same_width = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+            info = torch.iinfo(same_width)
+            bits = torch.randint(info.min, info.max, shape, generator=g, dtype=same_width)
+            pick = torch.randint(0, 4, shape, generator=g)
+            bits = torch.where(pick == 0, bits | EXPONENT[dtype], bits)  # a NaN or an inf
+            t = torch.where(pick < 2, bits, t.view(same_width)).view(dtype)
     else:
         info = torch.iinfo(dtype)
         t = torch.randint(max(info.min, -1000), min(info.max, 1000), shape, generator=g).to(dtype)

@@ -23,7 +23,9 @@ of the staging buffer (casting on the way); on the device each tensor is viewed
 in the same-width integer dtype and one out-of-place ``torch._foreach_add(views,
 0)`` allocates every result and copies into it in one fused kernel on CUDA.
 Integer addition of 0 is the identity on every bit pattern, so floats keep NaN
-payloads and signed zeros; each result is then viewed back as its dtype. Other
+payloads and signed zeros; each result is then viewed back as its dtype (float32
+and float64 skip the round trip where ``torch._foreach_clamp_min(views, -inf)`` is
+measured bit-exact, see ``_CLAMP_EXACT_DEVICES``). Other
 tensors (non-contiguous, complex128, empty) take the general path: a slot each
 at a 64-byte aligned offset, one ``torch._foreach_copy_`` into fresh allocations.
 """
@@ -38,7 +40,7 @@ from functools import lru_cache
 import torch
 from torch._C._nn import unflatten_dense_tensors
 
-from torchport._device_types import CPU, META
+from torchport._device_types import CPU, CUDA, META
 from torchport.hardware._pinned import pins_for
 from torchport.hardware._staging_pool import StagingPool, default_pool
 from torchport.hardware._sync import current_stream, new_event
@@ -207,6 +209,19 @@ def _row_major(shape: torch.Size) -> tuple[tuple[int, ...], int]:
         strides.append(step)
         step *= max(size, 1)
     return tuple(reversed(strides)), step if all(shape) else 0
+
+
+# Where ``torch._foreach_clamp_min(views, -inf)`` gives back every bit of a float32 or
+# float64 view, NaN payloads and signed zeros too: the kernel returns its input itself
+# when that is NaN or above the bound (-0.0 > -inf), and -inf for -inf, so the results
+# come out in the float dtype with no Python ``view`` per tensor (0.7 us each on the
+# H200's host). Measured bit for bit on random patterns (benchmarks/bench_gpu_pack_phases.py):
+# CUDA on the H200 and the CPU (the simulator computes there); float16 and bfloat16 pass
+# through float32 arithmetic, which quiets NaNs, so they keep the integer path, as do
+# devices not measured (MPS, XPU, out-of-tree backends).
+_CLAMP_EXACT_DEVICES = frozenset({CPU, CUDA, "sim"})
+_CLAMP_EXACT_DTYPES = frozenset({torch.float32, torch.float64})
+_MINUS_INF = float("-inf")
 
 
 @dataclass(slots=True)
@@ -420,18 +435,26 @@ def _split_groups(
     its width, all with one ``unflatten_dense_tensors`` (``split_with_sizes`` for a
     1-d group); ``torch._foreach_add(views, 0)`` allocates one contiguous result per
     view and fills it, bit for bit, in one fused kernel on CUDA; a float result is
-    then viewed back as its dtype.
+    then viewed back as its dtype. A float32 or float64 group on a device where
+    clamping is exact is viewed in its own dtype and copied by
+    ``torch._foreach_clamp_min(views, -inf)`` instead (see ``_CLAMP_EXACT_DEVICES``).
     """
+    clamp_exact = dev.device.type in _CLAMP_EXACT_DEVICES
     for group in groups:
-        as_int = _SAME_WIDTH_INT[group.dtype.itemsize]
+        clamped = clamp_exact and group.dtype in _CLAMP_EXACT_DTYPES
+        as_int = group.dtype if clamped else _SAME_WIDTH_INT[group.dtype.itemsize]
         region = dev[group.offset : group.offset + group.nbytes].view(as_int)
         if group.flat_only:
             views = list(region.split_with_sizes(group.numels))
         else:
             views = unflatten_dense_tensors(region, group.sources)
-        moved: list[torch.Tensor] = list(torch._foreach_add(views, 0))
-        if as_int != group.dtype:
-            moved = [m.view(group.dtype) for m in moved]
+        moved: list[torch.Tensor]
+        if clamped:
+            moved = list(torch._foreach_clamp_min(views, _MINUS_INF))
+        else:
+            moved = list(torch._foreach_add(views, 0))
+            if as_int != group.dtype:
+                moved = [m.view(group.dtype) for m in moved]
         deque(map(out.__setitem__, group.indices, moved), maxlen=0)
         fresh.extend(moved)
 
