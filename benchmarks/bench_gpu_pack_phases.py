@@ -22,7 +22,7 @@ Without CUDA it runs every step on the simulated accelerator (a rehearsal: its
 figures charge each device op a Python dispatch and mean nothing for a GPU).
 This checkout's private functions are used, so run it from the checkout it measures.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_gpu_pack_phases.py [--repeats N] [--json OUT]``
+Run: ``PYTHONPATH=src python benchmarks/bench_gpu_pack_phases.py [--repeats N] [--json OUT] [--dry-run]``
 """
 
 from __future__ import annotations
@@ -168,11 +168,17 @@ def _host_profile(device: torch.device, sources: list[torch.Tensor], calls: int)
     return out.getvalue()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21, help="samples per figure (median)")
     parser.add_argument("--json", help="also write the figures here")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--dry-run", action="store_true", help="check the arguments and imports, touch no device"
+    )
+    args = parser.parse_args(argv)
+    if args.dry_run:
+        print(json.dumps({"dry_run": True, "repeats": args.repeats}))
+        return 0
     if torch.cuda.is_available():
         device = torch.device("cuda", torch.cuda.current_device())
         name = torch.cuda.get_device_name(device)

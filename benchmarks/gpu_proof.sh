@@ -120,10 +120,10 @@ if ((dry)); then
   skip suite "dry run: the CPU CI runs the suite" "${pytest[*]} --ignore=tests/check"
 else
   # with pytest-xdist: one at a time the 35 gpu tests outran 55 s on the H200 (2026-11-30);
-  # with 8 workers they took 44 s
+  # with 8 workers they took 44 s (53 s with the start)
   workers=()
   "$py" -c "import xdist" 2>/dev/null && workers=(-n 8)
-  part gpu-tests 55 "${pytest[@]}" "${workers[@]}" -m gpu -o timeout=120 tests
+  part gpu-tests 70 "${pytest[@]}" "${workers[@]}" -m gpu -o timeout=120 tests
 fi
 # CUDA's device rules, case by case, kept as the simulator's oracle (tests/sim/data/); the
 # dry run records the simulator's answers instead
@@ -138,6 +138,7 @@ fi
 # one process (arguments parsed, imports done, suite names known) without touching a GPU.
 benchmarks=(
   "bench-suites 50 -m torchport bench ${GPU_PROOF_SUITES:-link batch pack loader} --quick --json"
+  "bench-pack-phases 20 benchmarks/bench_gpu_pack_phases.py --repeats 11"
   "bench-h2d 25 benchmarks/bench_gpu_h2d.py --mib 256 --repeats 10"
   "bench-pool 25 benchmarks/bench_gpu_pool.py --epochs 100"
   "bench-diagnose 25 benchmarks/bench_gpu_diagnose.py --steps 50"
