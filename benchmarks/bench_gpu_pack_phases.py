@@ -22,7 +22,8 @@ Without CUDA it runs every step on the simulated accelerator (a rehearsal: its
 figures charge each device op a Python dispatch and mean nothing for a GPU).
 This checkout's private functions are used, so run it from the checkout it measures.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_gpu_pack_phases.py [--repeats N] [--json OUT] [--dry-run]``
+Run: ``PYTHONPATH=src python benchmarks/bench_gpu_pack_phases.py [--repeats N] [--json OUT]``
+(``--dry-run``: check the arguments and imports only).
 """
 
 from __future__ import annotations

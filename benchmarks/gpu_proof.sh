@@ -26,7 +26,9 @@
 #              index), verbose, with pytest-xdist where present (--dry-run: not run; the
 #              CPU CI runs it)
 # Writes OUT_DIR/proof.json, OUT_DIR/summary.md, OUT_DIR/log.txt and, on a GPU,
-# OUT_DIR/cuda_device_rules.json (the device tool brings back at most eight files).
+# OUT_DIR/cuda_device_rules.json and, when a test failed, OUT_DIR/failures.txt (each
+# failure with its traceback, written as it happened; the device tool brings back at most
+# eight files).
 # Exit 0 when every part passed or was skipped.
 # Environment: PYTHON (default python3), GPU_PROOF_WHEELS (default .whl), GPU_PROOF_TESTS
 # (paths the gpu tests are collected from; default tests), GPU_PROOF_TOTAL (seconds for the
@@ -114,6 +116,9 @@ fi
 
 # --- tests -------------------------------------------------------------------------------
 pytest=("$py" -m pytest -q -p no:cacheprovider -p no:benchmark)
+# each failure's traceback, written when it happens (tests/conftest.py): a part cut at its
+# budget never prints pytest's summary
+((dry)) || export TORCHPORT_TEST_FAILURES="$out/failures.txt"
 if ((dry)); then
   # shellcheck disable=SC2086  # GPU_PROOF_TESTS is a list of paths
   part gpu-tests 60 "${pytest[@]}" --collect-only -m gpu $gpu_tests
@@ -172,9 +177,10 @@ if ((!dry)); then
   workers=()
   "$py" -c "import xdist" 2>/dev/null && workers=(-n 16)
   # not "${pytest[@]}": its -q would cancel -v, and a suite cut at its budget would name
-  # no failed test. About 3,800 tests: 240 s at -n 16 cut it at 98% on the H200.
+  # no failed test. About 3,800 tests: 240 s at -n 16 cut it at 98% on the H200, and 300 s
+  # at 96% after it grew (2026-11-30); the gpu tests ran above, so they are left out here.
   part suite 300 "$py" -m pytest -v -rfE -p no:cacheprovider -p no:benchmark "${workers[@]}" \
-    -o timeout=120 --ignore=tests/check \
+    -m "not slow and not gpu" -o timeout=120 --ignore=tests/check \
     --ignore=tests/test_precommit_hooks.py tests
 fi
 
@@ -184,4 +190,5 @@ args=("$work" "$out")
 code=$?
 cat "$out/summary.md"
 echo "proof: $out/proof.json, $out/summary.md, $out/log.txt ($((SECONDS - start)) s)"
+[[ -s $out/failures.txt ]] && echo "failed tests, each with its traceback: $out/failures.txt"
 exit $code

@@ -303,3 +303,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         "changes it for every later test: run it in a child (tests/sim/isolated.py)",
         pytrace=False,
     )
+
+
+# --- a failure's traceback as it happens ---------------------------------------------------
+# A run cut at its time limit (the GPU proof's suite, benchmarks/gpu_proof.sh) never reaches
+# pytest's summary, so a failure there lost its traceback (issue 36: `test_real_gpu_facts`,
+# twice). With TORCHPORT_TEST_FAILURES naming a file, each failed phase's report is appended
+# to it the moment it comes in; under pytest-xdist only the controller writes.
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = os.environ.get("TORCHPORT_TEST_FAILURES")
+    if not path or not report.failed or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")

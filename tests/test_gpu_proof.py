@@ -64,7 +64,7 @@ def test_the_dry_run_checks_every_step_and_writes_its_record(tmp_path: Path) -> 
     assert parts["install"]["status"] == "ok"
     assert "collected" in (parts["gpu-tests"]["pytest"] or "")
     bench = parts["bench-args"]["tail"]
-    assert bench.count("ok   ") == 7 and "FAIL" not in bench
+    assert bench.count("ok   ") == 8 and "FAIL" not in bench
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# GPU proof, dry run on the CPU")
     assert "| bench-args | ok |" in summary
@@ -129,3 +129,28 @@ def test_no_child_pytest_inherits_an_xdist_workers_identity() -> None:
                 offenders.append(f"{path.relative_to(ROOT)}:{call.lineno}")
     assert children >= 3  # the scan finds the children it is about
     assert not offenders, offenders
+
+
+def test_a_failure_is_written_down_when_it_happens(
+    tmp_path: Path, child_pytest_env: dict[str, str]
+) -> None:
+    """TORCHPORT_TEST_FAILURES gets each failure's traceback at once, written by one process.
+
+    The proof's suite is cut at its budget before pytest's summary; the file is what tells
+    why a test failed there. Two xdist workers: the failure must be written once.
+    """
+    tests = tmp_path / "test_child.py"
+    tests.write_text(
+        "def test_passes():\n    assert True\n\n"
+        "def test_fails():\n    assert 1 == 2, 'the reason 7231'\n",
+        encoding="utf-8",
+    )
+    failures = tmp_path / "failures.txt"
+    env = {**child_pytest_env, "TORCHPORT_TEST_FAILURES": str(failures), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["-p", "tests.conftest", "-n", "2", str(tests)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    written = failures.read_text(encoding="utf-8")
+    assert written.count("=== ") == 1 and "test_child.py::test_fails (call)" in written, written
+    assert "the reason 7231" in written and "test_passes" not in written, written

@@ -1,9 +1,10 @@
 """Packed copies to the simulated accelerator: values, layouts and independence, per tensor.
 
 The packed path splits the device buffer in batches (a same-width integer view of
-each tensor, one ``torch._foreach_add(views, 0)`` allocating every result; float32
-and float64 through ``torch._foreach_clamp_min(views, -inf)``), which only a device
-holding values can check; half the floats are raw random bits (NaN payloads,
+each tensor, one ``torch._foreach_add(views, 0)`` allocating every result; on CUDA
+float32 and float64 go through ``torch._foreach_clamp_min(views, -inf)`` instead,
+checked in tests/hardware and tests/feed/test_cuda.py), which only a device holding
+values can check; half the floats are raw random bits (NaN payloads,
 signalling NaNs, subnormals), which every path must give back bit for bit. The
 oracle is the per-tensor ``.to`` on the same device (its strides) and the source's
 own bytes (its values); nothing of the packing code is asked. The simulator changes

@@ -112,6 +112,10 @@ def untouched() -> Iterator[Callable[[], None]]:
         # A test may ask the real GPU (what a redirect leaves behind), and CUDA's lazy
         # start sets torch.cuda._initialized: settle it first, or the check would see it.
         torch.cuda.init()
+        # Likewise torch's cache of the real count (`_cached_device_count`, set by the first
+        # real `device_count()` after the start; torch 2.11 on an H200, issue 36). Settled
+        # here, a redirect that left its own count in that cache would still be seen.
+        torch.cuda.device_count()
     before = take_snapshot()
 
     def check() -> None:
