@@ -20,6 +20,7 @@ from torchport.check._context import Context
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._own_device import moves_to_own_device
+from torchport.check.port._straight_line import assigned_just_before
 from torchport.check.port._structure import NO_CHILD_FIELDS
 
 __all__ = [
@@ -296,7 +297,9 @@ def cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: int
             cpu_tensor(ctx, s, func=func, depth=depth + 1) for s in sides if s not in numbers
         )
     if isinstance(expr, ast.Name):
-        values = local_values(func, expr.id)
+        # the value the statements just before assign, else every value the name is given
+        last = assigned_just_before(func, expr)
+        values = [last] if last is not None else local_values(func, expr.id)
         return bool(values) and all(
             cpu_tensor(ctx, v, func=func, depth=depth + 1) for v in values or ()
         )
