@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
         ".py, .pyi and .ipynb files (notebooks cell by cell: nb.ipynb:cell 3:2:5). "
         "Silence one line with '# noqa: TP101'. Exit 0 clean, 1 findings, 2 errors.",
     )
-    add_paths(parser)
+    add_paths(parser, jobs="1: each worker would read the whole project again")
     add_selection(parser)
     add_output(parser)
     parser.add_argument(
