@@ -111,6 +111,8 @@ def _imports_kept() -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.jobs is None:  # one process, --diff and --add-noqa too (check_paths says why)
+        args.jobs = 1
     if args.explain:
         from torchport.cli.rule import describe
 
