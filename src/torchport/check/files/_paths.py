@@ -330,7 +330,8 @@ def check_paths(
     packaging files read) is most of a check and is worked out once per process: every
     worker worked nearly all of it out again for its share of the files (detectron2, two
     workers: 372 module facts where one process makes 198), so more workers multiplied the
-    CPU (x1.6-2 on five trees of 50k-300k lines) and, on two cores, saved no wall time.
+    CPU (x1.6-2 on detectron2, Lightning, timm, fairseq) and, on two cores, saved no wall
+    time.
     ``stdin``: the text of the one path in ``paths`` (an editor's buffer, ``-``),
     checked instead of reading the file (bytes are decoded as a file's: a BOM, a
     coding cookie, else UTF-8). Notebooks (``.ipynb``) are checked cell by cell;
