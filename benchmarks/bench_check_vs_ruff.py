@@ -7,7 +7,9 @@ checkout given (``--base DIR``: another checkout's ``src``, run with ``PYTHONPAT
 installed one last, as "branch"), so the machine's drift hits all alike. The figure is
 user+sys CPU of each child (``resource.getrusage(RUSAGE_CHILDREN)`` deltas): medians
 over ``--rounds`` after one warm-up run each, the ratio to Ruff taken round by round
-(median of the per-round ratios), the minima, and the load average seen.
+(median of the per-round ratios), the minima, the median wall time of each, and the load
+average seen. ``--jobs N`` runs torchport with ``-j N`` (default 1), ``--jobs default`` with
+no ``-j`` (what a user's run does; Ruff always runs with its own default threads).
 
 Bytecode: where ``PYTHONDONTWRITEBYTECODE`` is set (this project's sessions set it),
 every ``python -m torchport`` run compiles torchport's ~150 modules from source, as no
@@ -16,7 +18,7 @@ file's start-up, 0.15-0.2 s of a run over Lightning. So the ``src`` folders run 
 compiled first (``compileall``, into their ``__pycache__``), unless ``--no-compile``.
 
 Usage: python benchmarks/bench_check_vs_ruff.py [--rounds 3] [--base /tmp/main/src]
-[--no-compile] TREE [TREE ...]
+[--no-compile] [--jobs N|default] TREE [TREE ...]
 """
 
 from __future__ import annotations
@@ -29,17 +31,21 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torchport
 
 
-def _cpu(argv: list[str], env: dict[str, str], cwd: str) -> float:
+def _cpu(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(user+sys CPU, wall time) of one run, in seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     quiet = subprocess.DEVNULL
     subprocess.run(argv, env=env, cwd=cwd, stdout=quiet, stderr=quiet, check=False)
+    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
 def main() -> None:
@@ -48,7 +54,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--base", action="append", default=[], help="another checkout's src")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--jobs", default="1", help="torchport's -j (default: no -j given)")
     args = parser.parse_args()
+    jobs = [] if args.jobs == "default" else ["-j", args.jobs]
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if ruff is None:
         raise SystemExit("ruff is not installed: pip install ruff")
@@ -71,19 +79,25 @@ def main() -> None:
         for i, src in enumerate(srcs):
             name = "branch" if src == own_src else (f"base{i}" if len(args.base) > 1 else "base")
             argv = [sys.executable, "-m", "torchport", "check", "--no-cache", "--exit-zero", "-q"]
-            runs[name] = ([*argv, "-j", "1", tree], {**env, "PYTHONPATH": src})
+            runs[name] = ([*argv, *jobs, tree], {**env, "PYTHONPATH": src})
         cwd = os.path.dirname(tree)
         for argv, run_env in runs.values():
             _cpu(argv, run_env, cwd)  # warm-up: the files in the page cache
         times: dict[str, list[float]] = {name: [] for name in runs}
+        walls: dict[str, list[float]] = {name: [] for name in runs}
         loads: list[float] = []
         for _ in range(args.rounds):
             for name, (argv, run_env) in runs.items():
-                times[name].append(_cpu(argv, run_env, cwd))
+                cpu, wall = _cpu(argv, run_env, cwd)
+                times[name].append(cpu)
+                walls[name].append(wall)
             loads.append(os.getloadavg()[0])
         parts = [f"{os.path.basename(tree)}:"]
         for name, values in times.items():
-            parts.append(f"{name} {statistics.median(values):.2f} s (min {min(values):.2f})")
+            parts.append(
+                f"{name} {statistics.median(values):.2f} s (min {min(values):.2f}, "
+                f"wall {statistics.median(walls[name]):.2f})"
+            )
         for name, values in times.items():
             if name != "ruff":
                 ratio = statistics.median(v / r for v, r in zip(values, times["ruff"], strict=True))

@@ -152,8 +152,14 @@ def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process
     assert pools == []
     monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)
-    assert check_paths([tmp_path]).findings == serial.findings  # jobs=None: automatic
-    assert pools and pools[0] >= 1
+    # jobs=None: a check stays in this process however many files (each worker would
+    # work out the project view again); a fix takes workers from many files up
+    assert check_paths([tmp_path]).findings == serial.findings
+    assert pools == []
+    assert check_paths([tmp_path], jobs=2).findings == serial.findings
+    assert pools == [2]
+    fix_paths([tmp_path], diff=True)
+    assert len(pools) == 2 and pools[1] >= 1
     assert len(serial.findings) > 100 and len(serial.errors) == 1
     assert parallel.lines == serial.lines and parallel.files == serial.files == 71
     keys = [(f.path, f.line, f.col, f.code) for f in serial.findings]

@@ -37,13 +37,19 @@ def _jobs(text: str) -> int:
 
         raise argparse.ArgumentTypeError(
             f"expected a number of worker processes, 1 or more, got {text!r} "
-            f"(leave --jobs out for one per core when there are many files)"
+            f"(leave --jobs out for the default: check 1, fix and port one per core for many files)"
         )
     return value
 
 
-def add_paths(parser: argparse.ArgumentParser) -> None:
-    """PATH..., stdin naming, config and jobs: what every file command takes."""
+def add_paths(
+    parser: argparse.ArgumentParser,
+    jobs: str = "one per core when there are many files",
+) -> None:
+    """PATH..., stdin naming, config and jobs: what every file command takes.
+
+    ``jobs``: what ``--jobs`` defaults to, for its help (check: one process).
+    """
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="files or folders (default: .); - reads stdin"
     )
@@ -57,7 +63,7 @@ def add_paths(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--jobs", "-j", type=_jobs, metavar="N",
-        help="worker processes (default: one per core when there are many files)",
+        help=f"worker processes (default: {jobs})",
     )  # fmt: skip
     parser.add_argument(
         "--exclude", type=_patterns, action="extend", metavar="PATTERNS",

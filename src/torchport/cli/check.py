@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
         ".py, .pyi and .ipynb files (notebooks cell by cell: nb.ipynb:cell 3:2:5). "
         "Silence one line with '# noqa: TP101'. Exit 0 clean, 1 findings, 2 errors.",
     )
-    add_paths(parser)
+    add_paths(parser, jobs="1: each worker would read the whole project again")
     add_selection(parser)
     add_output(parser)
     parser.add_argument(
@@ -111,6 +111,8 @@ def _imports_kept() -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.jobs is None:  # one process, --diff and --add-noqa too (check_paths says why)
+        args.jobs = 1
     if args.explain:
         from torchport.cli.rule import describe
 

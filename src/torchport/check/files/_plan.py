@@ -96,7 +96,8 @@ def _check_jobs(jobs: int | None) -> None:
     if jobs is not None and (type(jobs) is not int or jobs < 1):
         raise ConfigError(
             f"--jobs (jobs=) must be a number of worker processes, 1 or more; got {jobs!r}: "
-            f"give a positive number, or leave it out for one per core when there are many files"
+            f"give a positive number, or leave it out for the default (check: 1; fix and port: "
+            f"one per core when there are many files)"
         )
 
 

@@ -1,0 +1,53 @@
+"""`torchport check` runs in one process unless `-j N` asks for workers: its plain report,
+its `--diff` (fix's dry run) and its `--add-noqa` alike, however many files (each worker
+would work out the whole project view again: `check/files/_paths.check_paths`)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import torchport.check.files._plan as plan_module
+from torchport.cli._main import main
+
+
+@pytest.mark.parametrize("mode", [[], ["--diff"], ["--add-noqa"]])
+def test_check_takes_workers_only_when_asked(
+    mode: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(40):
+        (tmp_path / f"m{i}.py").write_text(f"import torch\nx{i} = torch.zeros(3).cuda()\n")
+    pools: list[int] = []
+
+    class CountingPool(ProcessPoolExecutor):
+        def __init__(self, max_workers: int, **kwargs: Any) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers=max_workers, **kwargs)
+
+    # the runner imports the pool when it needs one, so it is swapped at its source; and
+    # every run counts as many files (fix's and --add-noqa's own default would take workers)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(plan_module, "os", _TwoCores())
+    argv = ["check", "--no-cache", "-q", *mode, str(tmp_path)]
+    assert main(argv) in (0, 1)
+    assert pools == []
+    assert main([*argv[:-1], "-j", "2", str(tmp_path)]) in (0, 1)
+    assert pools == [2]
+
+
+class _TwoCores:
+    """``os`` for the planner, with two usable cores whatever the machine has."""
+
+    def __getattr__(self, name: str) -> Any:
+        import os
+
+        return getattr(os, name)
+
+    @staticmethod
+    def sched_getaffinity(_: int) -> set[int]:
+        return {0, 1}
