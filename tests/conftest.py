@@ -243,6 +243,26 @@ def child_pytest_env() -> dict[str, str]:
     }
 
 
+@pytest.fixture
+def process_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The worker count of each process pool a test's code starts, in order.
+
+    The checker imports the pool where it needs one (start-up), so the class is swapped
+    at its source, ``concurrent.futures``; the pools still run.
+    """
+    import concurrent.futures
+
+    started: list[int] = []
+
+    class CountingPool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, max_workers: int, **kwargs: Any) -> None:
+            started.append(max_workers)
+            super().__init__(max_workers=max_workers, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
+    return started
+
+
 # --- no test can hang the run ------------------------------------------------------------
 # pytest-timeout (pyproject: timeout, timeout_method = "signal") fails a test that runs past
 # its limit, with every thread's stack, and the run goes on. Its SIGALRM handler is Python

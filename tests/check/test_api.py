@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import ast
-import concurrent.futures
 import os
 import shutil
 import stat
 import subprocess
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +130,9 @@ def test_config_select_ignore_per_file_and_exclude(tmp_path: Path) -> None:
     assert {f.code for f in check_paths([tmp_path / "a.py"], config=other).findings} == {"TP9961"}
 
 
-def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_equals_serial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, process_pools: list[int]
+) -> None:
     for i in range(70):
         body = "".join(f"v{j} = x{j}.cuda()\nflag\n" for j in range(i % 7))
         write(tmp_path / f"pkg{i % 3}" / f"m{i}.py", body or "pass\n")
@@ -140,26 +140,19 @@ def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     serial = check_paths([tmp_path], jobs=1)
     parallel = check_paths([tmp_path], jobs=2)
     assert parallel.findings == serial.findings and parallel.errors == serial.errors
-    pools: list[int] = []
-
-    class CountingPool(ProcessPoolExecutor):
-        def __init__(self, max_workers: int, **kwargs: Any) -> None:
-            pools.append(max_workers)
-            super().__init__(max_workers=max_workers, **kwargs)
-
-    # the runner imports the pool when it needs one (start-up), so it is swapped at its source
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
+    assert process_pools == [2]
+    process_pools.clear()
     assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process
-    assert pools == []
+    assert process_pools == []
     monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)
     # jobs=None: a check stays in this process however many files (each worker would
     # work out the project view again); a fix takes workers from many files up
     assert check_paths([tmp_path]).findings == serial.findings
-    assert pools == []
+    assert process_pools == []
     assert check_paths([tmp_path], jobs=2).findings == serial.findings
-    assert pools == [2]
+    assert process_pools == [2]
     fix_paths([tmp_path], diff=True)
-    assert len(pools) == 2 and pools[1] >= 1
+    assert len(process_pools) == 2 and process_pools[1] >= 1
     assert len(serial.findings) > 100 and len(serial.errors) == 1
     assert parallel.lines == serial.lines and parallel.files == serial.files == 71
     keys = [(f.path, f.line, f.col, f.code) for f in serial.findings]

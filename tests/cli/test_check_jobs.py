@@ -4,8 +4,6 @@ would work out the whole project view again: `check/files/_paths.check_paths`)."
 
 from __future__ import annotations
 
-import concurrent.futures
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +15,18 @@ from torchport.cli._main import main
 
 @pytest.mark.parametrize("mode", [[], ["--diff"], ["--add-noqa"]])
 def test_check_takes_workers_only_when_asked(
-    mode: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mode: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, process_pools: list[int]
 ) -> None:
     for i in range(40):
         (tmp_path / f"m{i}.py").write_text(f"import torch\nx{i} = torch.zeros(3).cuda()\n")
-    pools: list[int] = []
-
-    class CountingPool(ProcessPoolExecutor):
-        def __init__(self, max_workers: int, **kwargs: Any) -> None:
-            pools.append(max_workers)
-            super().__init__(max_workers=max_workers, **kwargs)
-
-    # the runner imports the pool when it needs one, so it is swapped at its source; and
     # every run counts as many files (fix's and --add-noqa's own default would take workers)
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
     monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(plan_module, "os", _TwoCores())
     argv = ["check", "--no-cache", "-q", *mode, str(tmp_path)]
     assert main(argv) in (0, 1)
-    assert pools == []
+    assert process_pools == []
     assert main([*argv[:-1], "-j", "2", str(tmp_path)]) in (0, 1)
-    assert pools == [2]
+    assert process_pools == [2]
 
 
 class _TwoCores:

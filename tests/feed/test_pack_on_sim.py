@@ -21,6 +21,7 @@ pytestmark = pytest.mark.needs_simulator
 
 _CHILD = """
 import torchport as tp
+from tests.hardware.float_bits import with_raw_bits
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 SIM = simulate_accelerator()
@@ -33,9 +34,6 @@ DTYPES = [
 LAYOUTS = ["contiguous", "transposed", "strided", "conj", "neg", "odd_unit_strides",
            "channels_last"]
 count = {"tensors": 0, "batches": 0}
-# The exponent bits of each float dtype whose bit patterns are drawn at random.
-EXPONENT = {torch.float16: 0x7C00, torch.bfloat16: 0x7F80, torch.float32: 0x7F800000,
-            torch.float64: 0x7FF0000000000000}
 
 
 def make(seed, dtype, shape, layout):
@@ -59,13 +57,7 @@ def make(seed, dtype, shape, layout):
             flat = wide.view(-1)
             flat[0], flat[1], flat[2] = -0.0, float("inf"), float("nan")
         t = wide.to(dtype)
-        if dtype in EXPONENT:  # raw bits: NaN payloads, signalling NaNs, subnormals
-            same_width = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
-            info = torch.iinfo(same_width)
-            bits = torch.randint(info.min, info.max, shape, generator=g, dtype=same_width)
-            pick = torch.randint(0, 4, shape, generator=g)
-            bits = torch.where(pick == 0, bits | EXPONENT[dtype], bits)  # a NaN or an inf
-            t = torch.where(pick < 2, bits, t.view(same_width)).view(dtype)
+        t = with_raw_bits(t, g)  # NaN payloads, signalling NaNs, subnormals
     else:
         info = torch.iinfo(dtype)
         t = torch.randint(max(info.min, -1000), min(info.max, 1000), shape, generator=g).to(dtype)

@@ -13,19 +13,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.hardware.float_bits import with_raw_bits
 from torchport.hardware._packed_transfer import _gather, _gather_groups, _layout, _split_groups
 
 DTYPES = [torch.bool, torch.uint8, torch.int16, torch.int64, torch.uint32, torch.float16]
 DTYPES += [torch.bfloat16, torch.float32, torch.float64, torch.float8_e5m2, torch.complex64]
 DTYPES += [torch.complex128]
-
-# The exponent bits of each float dtype whose bit patterns are drawn at random.
-_EXPONENT = {
-    torch.float16: 0x7C00,
-    torch.bfloat16: 0x7F80,
-    torch.float32: 0x7F800000,
-    torch.float64: 0x7FF0000000000000,
-}
 
 
 def _make(seed: int, dtype: torch.dtype, shape: tuple[int, ...], layout: str) -> torch.Tensor:
@@ -35,13 +28,7 @@ def _make(seed: int, dtype: torch.dtype, shape: tuple[int, ...], layout: str) ->
         if wide.numel() >= 2:  # bits a float round trip must keep
             wide.view(-1)[:2] = torch.tensor([-0.0, float("nan")], dtype=torch.float64)
         t = wide.to(dtype)
-        if dtype in _EXPONENT:  # raw bits: NaN payloads, signalling NaNs, subnormals
-            same_width = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
-            info = torch.iinfo(same_width)
-            bits = torch.randint(info.min, info.max, shape, generator=g, dtype=same_width)
-            pick = torch.randint(0, 4, shape, generator=g)
-            bits = torch.where(pick == 0, bits | _EXPONENT[dtype], bits)  # a NaN or an inf
-            t = torch.where(pick < 2, bits, t.view(same_width)).view(dtype)
+        t = with_raw_bits(t, g)  # NaN payloads, signalling NaNs, subnormals
     else:
         t = wide.abs().remainder(100).to(dtype)
     if layout == "transposed" and t.dim() >= 2:
