@@ -7,7 +7,10 @@ nvdiffrast's samples (its own rasterizer). Naming another accelerator there help
 one; a default run leaves such code to the rules a user names (``_select.CUDA_NAMING``).
 
 The invariant: a file **needs CUDA anyway** when one of its top-level statements (not
-inside ``try``, a function or a class; an ``if``/``else`` only when every arm does)
+inside a function or a class; an ``if``/``else`` only when every arm does; a ``try`` only
+when every ``except`` arm ends in ``raise``, so that nothing after the ``try`` runs unless
+its body and ``else`` arm did: jukebox's vendored apex example, ``try: from apex import amp
+... except ImportError: raise ImportError("Please install apex ...")``, sample U)
 imports
 
 * a CUDA-only package (:data:`CUDA_PACKAGES`), CUTLASS, or a top-level extension named
@@ -42,7 +45,8 @@ them so, and their ``.cuda()`` was judged low (a). A use behind a flag or a chec
 args.fp16: amp.initialize(...)``; nnUNet's ``if amp is not None:`` and DDP built under ``if
 not self.was_initialized:``, round 5d, whose port moved off apex and changed the ``.cuda()``
 beside it) is a mode the program runs without, and is no sign for the file; an import under
-``try`` is none either. ``apex.normalization`` keeps counting as a kernel part: its modules'
+a ``try`` the program goes on without (an ``except`` arm not ending in ``raise``) is none
+either. ``apex.normalization`` keeps counting as a kernel part: its modules'
 ``forward`` falls back to ``F.layer_norm`` for a CPU input, but their ``__init__`` imports
 ``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
 
@@ -82,8 +86,9 @@ low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module th
 compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
 two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
 CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under ``try``, for the code after it: a
-project that falls back when AutoGPTQ's kernels are missing), TileLang (CUDA, ROCm and
+built through a variable, an optional import (under ``try`` with an ``except`` arm that does
+not end in ``raise``, for the code after it: a project that falls back when AutoGPTQ's
+kernels are missing), TileLang (CUDA, ROCm and
 other back ends), the ``.cu`` files themselves (only Python sources are read: a checkout's
 ``setup.py`` says what it builds). Computed once per file (``Context.memo``; the blocks
 walked only when the source names a candidate); a checkout's extensions once per folder for
@@ -228,7 +233,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
             for index, stmt in enumerate(block):
                 if (
                     imports
-                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
+                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If, *_TRIES))
                     and _imports_cuda(ctx, _sure_imports(stmt))
                 ) or ((apex or package) and _calls_apex_cuda(ctx, stmt, packages=package)):
                     found[id(block)] = index
@@ -402,7 +407,21 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
         body = [n for s in stmt.body for n in _sure_imports(s) if n[1] and _package(n[0])]
         orelse = [n for s in stmt.orelse for n in _sure_imports(s) if n[1] and _package(n[0])]
         return body + orelse if body and orelse else []
+    if isinstance(stmt, _TRIES) and stmt.handlers and all(_reraises(h) for h in stmt.handlers):
+        # past the `try` only where its body and `else` arm ran to their end: an exception
+        # either escapes or meets an arm that raises again (a `return`, `break` or
+        # `continue` before leaves the block holding the `try` too)
+        return [n for s in (*stmt.body, *stmt.orelse) for n in _sure_imports(s)]
     return []
+
+
+_TRIES = (ast.Try, ast.TryStar)
+
+
+def _reraises(handler: ast.ExceptHandler) -> bool:
+    """The ``except`` arm's last statement is a ``raise``: it never lets the code after the
+    ``try`` run (``sys.exit(...)`` is not read: the name may be another's)."""
+    return bool(handler.body) and isinstance(handler.body[-1], ast.Raise)
 
 
 def _folder_of(path: str) -> Path:
