@@ -6,7 +6,7 @@ Sample U's vendored apex ``L0`` tests (TP104 judged low (a)(b), 3 rows): ``try: 
 disabled, "amp_C is unavailable")``; ``setUp`` and the helper the test calls make
 ``torch.cuda.IntTensor``/``FloatTensor`` buffers for the kernel. They run only where amp_C
 imported, so a default run leaves the rules naming CUDA out of them
-(``rules/_cuda_projects._gated_tests``).
+(``rules/_import_gates.py``).
 
 Two oracles, written apart from the code. Test modules are built for every combination of
 the gate's form, the import, how the tests are skipped, which method holds the CUDA line, and

@@ -3,7 +3,7 @@
 jukebox's vendored apex example (sample U, TP101 judged low (a)) opens with ``try: from apex
 import amp ... except ImportError: raise ImportError("Please install apex ...")`` and calls
 ``amp.initialize`` on every run of ``main``: nothing after the ``try`` runs without apex, so
-the file needs CUDA anyway as one importing apex at its top does (``rules/_cuda_projects.py``).
+the file needs CUDA anyway as one importing apex at its top does (``rules/_import_gates.py``).
 An arm that goes on (``amp = None``, ``pass``, a ``raise`` under an ``if``) keeps the import
 optional, and the file's CUDA reported.
 
