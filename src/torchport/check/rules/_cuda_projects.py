@@ -41,11 +41,10 @@ Sample W's pytorch-distributed ``apex_distributed.py``, performer-pytorch's
 them so, and their ``.cuda()`` was judged low (a). A use behind a flag or a check (``if
 args.fp16: amp.initialize(...)``; nnUNet's ``if amp is not None:`` and DDP built under ``if
 not self.was_initialized:``, round 5d, whose port moved off apex and changed the ``.cuda()``
-beside it) is a mode the program runs without, and is no sign for the file; an import under
-a ``try`` the program goes on without (an ``except`` arm not ending in ``raise``) is none
-either. ``apex.normalization`` keeps counting as a kernel part: its modules'
-``forward`` falls back to ``F.layer_norm`` for a CPU input, but their ``__init__`` imports
-``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
+beside it) is a mode the program runs without, and is no sign for the file; an optional
+import (under ``try``) is none either. ``apex.normalization`` keeps counting as a kernel part:
+its modules' ``forward`` falls back to ``F.layer_norm`` for a CPU input, but their
+``__init__`` imports ``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
 
 So is a **helper of apex scripts**: a module that surely imports apex at its top, is no script
 itself (no ``if __name__ == "__main__":`` block), and whose every importer in its repository
@@ -73,9 +72,9 @@ package or kernel library (or of apex's kernel parts) however its import is guar
 ran, so the import did (sample V's vendored ``TrainingArguments``: ``smdistributed`` imported
 under a module-level ``if``, then ``local_rank = smp.local_rank()`` and ``torch.device("cuda",
 local_rank)`` in one arm; issue 34, branch v34l). Only for a block: such a call is no sign for
-the file. An import or call after the line, in another
-function, or in a ``try`` the line is not in (the ``except`` arm, the code after it) is no
-such sign.
+the file. An import or call after the line, in another function, or in a ``try`` the line is
+not in (the ``except`` arm, the code after it) is no such sign; a test class whose every
+test is skipped unless one succeeded is one (``rules/_import_gates.py``).
 
 The file itself, not the modules it imports: following one project import further
 (MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
@@ -83,11 +82,10 @@ low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module th
 compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
 two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
 CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under ``try`` with an ``except`` arm that does
-not end in ``raise``, for the code after it: a project that falls back when AutoGPTQ's
-kernels are missing), TileLang (CUDA, ROCm and
-other back ends), the ``.cu`` files themselves (only Python sources are read: a checkout's
-``setup.py`` says what it builds). Computed once per file (``Context.memo``; the blocks
+built through a variable, an optional import (under a ``try`` going on without it, for the
+code after it: a project that falls back when AutoGPTQ's kernels are missing), TileLang
+(CUDA, ROCm and other back ends), the ``.cu`` files (a checkout's ``setup.py`` says what it
+builds). Computed once per file (``Context.memo``; the blocks
 walked only when the source names a candidate); a checkout's extensions once per folder for
 the process.
 
@@ -106,7 +104,6 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note, real_path, remembered
 from torchport.check._patterns import lazy_pattern
-from torchport.check.rules._import_gates import TRIES, in_a_gated_test, reraises
 from torchport.check.rules._own_extensions import own_extension
 
 __all__ = [
@@ -170,10 +167,11 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
     holding it surely imports a CUDA-only name before it (the invariant above)."""
     if needs_cuda_anyway(ctx):
         return True
-    if ("skipIf" in ctx.source or "skipUnless" in ctx.source) and in_a_gated_test(
-        ctx, node, lambda block: _imports_cuda(ctx, [n for s in block for n in _sure_imports(s)])
-    ):
-        return True  # a test class run only once a CUDA-only import succeeded
+    if "skipIf" in ctx.source or "skipUnless" in ctx.source:  # a gated test class
+        from torchport.check.rules._import_gates import in_a_gated_test  # on first use
+
+        if in_a_gated_test(ctx, node, _imports_cuda, _sure_imports):
+            return True
     inner = ctx.memo.get("cuda_projects.blocks")
     if not isinstance(inner, dict):
         inner = ctx.memo["cuda_projects.blocks"] = _blocks(ctx)
@@ -235,7 +233,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
             for index, stmt in enumerate(block):
                 if (
                     imports
-                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If, *TRIES))
+                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If, ast.Try, ast.TryStar))
                     and _imports_cuda(ctx, _sure_imports(stmt))
                 ) or ((apex or package) and _calls_apex_cuda(ctx, stmt, packages=package)):
                     found[id(block)] = index
@@ -409,7 +407,9 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
         body = [n for s in stmt.body for n in _sure_imports(s) if n[1] and _package(n[0])]
         orelse = [n for s in stmt.orelse for n in _sure_imports(s) if n[1] and _package(n[0])]
         return body + orelse if body and orelse else []
-    if isinstance(stmt, TRIES) and stmt.handlers and all(reraises(h) for h in stmt.handlers):
+    if isinstance(stmt, (ast.Try, ast.TryStar)) and all(  # `rules/_import_gates.py`
+        h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers
+    ):  # every arm raises again (none: an exception passes through `finally`)
         return [n for s in (*stmt.body, *stmt.orelse) for n in _sure_imports(s)]
     return []
 

@@ -1,7 +1,8 @@
 """Imports a block's code depends on: a ``try`` that lets nothing past it without its imports,
 and test classes that run only once a CUDA-only import succeeded.
 
-A ``try`` whose every ``except`` arm ends in ``raise`` (:func:`reraises`) is passed only where
+A ``try`` whose every ``except`` arm ends in ``raise`` (read by ``_cuda_projects._sure_imports``,
+whose module must stay small at start-up) is passed only where
 its body and ``else`` arm ran to their end: an exception either escapes or meets an arm that
 raises again (a ``return``, ``break`` or ``continue`` before leaves the block holding the
 ``try`` too), so its imports are sure for the code after it. jukebox's vendored apex example
@@ -26,27 +27,25 @@ from collections.abc import Callable
 
 from torchport.check._context import Context
 
-__all__ = ["TRIES", "CudaImport", "in_a_gated_test", "reraises"]
+__all__ = ["CudaImport", "SureImports", "in_a_gated_test"]
 
-TRIES = (ast.Try, ast.TryStar)
-
-
-def reraises(handler: ast.ExceptHandler) -> bool:
-    """The ``except`` arm's last statement is a ``raise``: it never lets the code after the
-    ``try`` run."""
-    return bool(handler.body) and isinstance(handler.body[-1], ast.Raise)
+_TRIES = (ast.Try, ast.TryStar)
 
 
-# whether a block's statements surely import a CUDA-only package (``_cuda_projects``' answer)
-CudaImport = Callable[[list[ast.stmt]], bool]
+# ``_cuda_projects``' answers: whether imports (its pairs) hold a CUDA-only package, and what a
+# statement surely imports
+CudaImport = Callable[[Context, list[tuple[str, bool]]], bool]
+SureImports = Callable[[ast.stmt], list[tuple[str, bool]]]
 
 
-def in_a_gated_test(ctx: Context, node: ast.AST | None, cuda_import: CudaImport) -> bool:
+def in_a_gated_test(
+    ctx: Context, node: ast.AST | None, cuda: CudaImport, sure: SureImports
+) -> bool:
     """Whether ``node`` is in the body of a method of a test class that runs only once a
     CUDA-only import succeeded (:func:`_gated_tests`)."""
     gated = ctx.memo.get("cuda_projects.gated")
     if not isinstance(gated, frozenset):
-        gated = ctx.memo["cuda_projects.gated"] = _gated_tests(ctx, cuda_import)
+        gated = ctx.memo["cuda_projects.gated"] = _gated_tests(ctx, cuda, sure)
     if not gated:
         return False
     chain = [*ctx.ancestors, node]
@@ -66,7 +65,7 @@ _RUNNER_METHODS = frozenset(
 )  # fmt: skip
 
 
-def _gated_tests(ctx: Context, cuda_import: CudaImport) -> frozenset[int]:
+def _gated_tests(ctx: Context, cuda: CudaImport, sure: SureImports) -> frozenset[int]:
     """The module's test classes that run only once a CUDA-only import succeeded (sample U's
     vendored apex ``L0`` tests, TP104 judged low (a)(b): ``try: import amp_C ...; disabled =
     False`` / ``except ImportError: ...; disabled = True``, each test ``@unittest.skipIf(
@@ -75,7 +74,7 @@ def _gated_tests(ctx: Context, cuda_import: CudaImport) -> frozenset[int]:
     A **gate** is a module-level name bound only by ``NAME = True``/``NAME = False`` statements
     at the top of one top-level ``try``'s body and ``except`` arms (no other binding anywhere
     in the module, no ``global``), whose body surely imports a CUDA-only package
-    (``cuda_import``), and whose every arm's last such statement binds the other value
+    (``cuda``), and whose every arm's last such statement binds the other value
     than the body's last: the name holds the body's value only where the body ran to its end,
     past the import (an exception the arms do not catch stops the module). A class is
     **gated** when it is a top-level ``class C(unittest.TestCase)`` the module never names
@@ -89,8 +88,8 @@ def _gated_tests(ctx: Context, cuda_import: CudaImport) -> frozenset[int]:
     is not looked for."""
     candidates: dict[str, tuple[bool, int]] = {}  # name -> (value after the body, bindings)
     for stmt in ctx.tree.body:
-        if isinstance(stmt, TRIES) and stmt.handlers:
-            candidates.update(_gates_of(stmt, cuda_import))
+        if isinstance(stmt, _TRIES) and stmt.handlers:
+            candidates.update(_gates_of(ctx, stmt, cuda, sure))
     if not candidates:
         return frozenset()
     stores: dict[str, int] = {}
@@ -123,11 +122,13 @@ def _gated_tests(ctx: Context, cuda_import: CudaImport) -> frozenset[int]:
     return frozenset(found)
 
 
-def _gates_of(stmt: ast.Try | ast.TryStar, cuda_import: CudaImport) -> dict[str, tuple[bool, int]]:
+def _gates_of(
+    ctx: Context, stmt: ast.Try | ast.TryStar, cuda: CudaImport, sure: SureImports
+) -> dict[str, tuple[bool, int]]:
     """The names ``stmt`` binds as gates (:func:`_gated_tests`): each with its value where the
     body ran to its end, and how many statements of ``stmt`` bind it (counted against the
     module's bindings by the caller)."""
-    if not cuda_import(stmt.body):
+    if not cuda(ctx, [n for s in stmt.body for n in sure(s)]):
         return {}
     body = _last_values(stmt.body)
     arms = [_last_values(h.body) for h in stmt.handlers]
