@@ -167,7 +167,7 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
     holding it surely imports a CUDA-only name before it (the invariant above)."""
     if needs_cuda_anyway(ctx):
         return True
-    if "skipIf" in ctx.source or "skipUnless" in ctx.source:  # a gated test class
+    if ctx.mentions("skipIf") or ctx.mentions("skipUnless"):  # a gated test class
         from torchport.check.rules._import_gates import in_a_gated_test  # on first use
 
         if in_a_gated_test(ctx, node, _imports_cuda, _sure_imports):
