@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -135,3 +136,16 @@ def test_jukebox_vendored_apex_example() -> None:
     assert [f.code for f in check_text(optional, "main_amp.py", default).findings] == ["TP101"]
     named = check_text(required, "main_amp.py", ruleset_for(["TP101"], None)).findings
     assert [f.code for f in named] == ["TP101"]  # named, the rule reports it all the same
+
+
+@pytest.mark.parametrize("where", ["module", "function"])
+@pytest.mark.parametrize("place", ["body", "else"])
+@pytest.mark.parametrize(
+    ("arm", "left"), [("raise", True), ("KERNELS = None", False), ("if FLAG:\n    raise", False)]
+)
+def test_at_the_top_and_in_a_function(where: str, place: str, arm: str, left: bool) -> None:
+    """The drawn shapes a sample may miss, written out: the same ``try`` at the module's top
+    (the file's answer) and in a function's body (the block's answer, for the code after it),
+    the import in its body or its ``else`` arm, an arm raising always, never or on a flag."""
+    source = program(where, "import amp_C", place, [("ImportError", arm)], fin=False)
+    assert _reported(source) is not left, source
