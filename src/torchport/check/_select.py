@@ -287,7 +287,8 @@ def default_reports(rule: type[Rule], ctx: Context, node: ast.AST | None = None)
     """Whether a default run hands ``rule`` the node being checked (``node``): the node is in
     one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does not
     need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding
-    it, imports a CUDA-only package or extension)."""
+    it, imports a CUDA-only package or extension, or it is in a test class run only once such
+    an import succeeded)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:

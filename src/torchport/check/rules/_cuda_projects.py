@@ -7,8 +7,8 @@ nvdiffrast's samples (its own rasterizer). Naming another accelerator there help
 one; a default run leaves such code to the rules a user names (``_select.CUDA_NAMING``).
 
 The invariant: a file **needs CUDA anyway** when one of its top-level statements (not
-inside ``try``, a function or a class; an ``if``/``else`` only when every arm does)
-imports
+inside a function or a class; an ``if``/``else`` only when every arm does; a ``try`` only
+when every ``except`` arm ends in ``raise``: ``rules/_import_gates.py``) imports
 
 * a CUDA-only package (:data:`CUDA_PACKAGES`), CUTLASS, or a top-level extension named
   ``*_cuda`` (a module path: ``import selective_scan_cuda``, not ``from x import to_cuda``);
@@ -41,10 +41,10 @@ Sample W's pytorch-distributed ``apex_distributed.py``, performer-pytorch's
 them so, and their ``.cuda()`` was judged low (a). A use behind a flag or a check (``if
 args.fp16: amp.initialize(...)``; nnUNet's ``if amp is not None:`` and DDP built under ``if
 not self.was_initialized:``, round 5d, whose port moved off apex and changed the ``.cuda()``
-beside it) is a mode the program runs without, and is no sign for the file; an import under
-``try`` is none either. ``apex.normalization`` keeps counting as a kernel part: its modules'
-``forward`` falls back to ``F.layer_norm`` for a CPU input, but their ``__init__`` imports
-``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
+beside it) is a mode the program runs without, and is no sign for the file; an optional
+import (under ``try``) is none either. ``apex.normalization`` keeps counting as a kernel part:
+its modules' ``forward`` falls back to ``F.layer_norm`` for a CPU input, but their
+``__init__`` imports ``fused_layer_norm_cuda``, an extension only a CUDA build of apex has.
 
 So is a **helper of apex scripts**: a module that surely imports apex at its top, is no script
 itself (no ``if __name__ == "__main__":`` block), and whose every importer in its repository
@@ -72,9 +72,9 @@ package or kernel library (or of apex's kernel parts) however its import is guar
 ran, so the import did (sample V's vendored ``TrainingArguments``: ``smdistributed`` imported
 under a module-level ``if``, then ``local_rank = smp.local_rank()`` and ``torch.device("cuda",
 local_rank)`` in one arm; issue 34, branch v34l). Only for a block: such a call is no sign for
-the file. An import or call after the line, in another
-function, or in a ``try`` the line is not in (the ``except`` arm, the code after it) is no
-such sign.
+the file. An import or call after the line, in another function, or in a ``try`` the line is
+not in (the ``except`` arm, the code after it) is no such sign; a test class whose every
+test is skipped unless one succeeded is one (``rules/_import_gates.py``).
 
 The file itself, not the modules it imports: following one project import further
 (MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
@@ -82,10 +82,10 @@ low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module th
 compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
 two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
 CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under ``try``, for the code after it: a
-project that falls back when AutoGPTQ's kernels are missing), TileLang (CUDA, ROCm and
-other back ends), the ``.cu`` files themselves (only Python sources are read: a checkout's
-``setup.py`` says what it builds). Computed once per file (``Context.memo``; the blocks
+built through a variable, an optional import (under a ``try`` going on without it, for the
+code after it: a project that falls back when AutoGPTQ's kernels are missing), TileLang
+(CUDA, ROCm and other back ends), the ``.cu`` files (a checkout's ``setup.py`` says what it
+builds). Computed once per file (``Context.memo``; the blocks
 walked only when the source names a candidate); a checkout's extensions once per folder for
 the process.
 
@@ -167,6 +167,11 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
     holding it surely imports a CUDA-only name before it (the invariant above)."""
     if needs_cuda_anyway(ctx):
         return True
+    if ctx.mentions("skipIf") or ctx.mentions("skipUnless"):  # a gated test class
+        from torchport.check.rules._import_gates import in_a_gated_test  # on first use
+
+        if in_a_gated_test(ctx, node, _imports_cuda, _sure_imports):
+            return True
     inner = ctx.memo.get("cuda_projects.blocks")
     if not isinstance(inner, dict):
         inner = ctx.memo["cuda_projects.blocks"] = _blocks(ctx)
@@ -228,7 +233,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
             for index, stmt in enumerate(block):
                 if (
                     imports
-                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If))
+                    and isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If, ast.Try, ast.TryStar))
                     and _imports_cuda(ctx, _sure_imports(stmt))
                 ) or ((apex or package) and _calls_apex_cuda(ctx, stmt, packages=package)):
                     found[id(block)] = index
@@ -402,6 +407,10 @@ def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
         body = [n for s in stmt.body for n in _sure_imports(s) if n[1] and _package(n[0])]
         orelse = [n for s in stmt.orelse for n in _sure_imports(s) if n[1] and _package(n[0])]
         return body + orelse if body and orelse else []
+    if isinstance(stmt, (ast.Try, ast.TryStar)) and all(  # `rules/_import_gates.py`
+        h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers
+    ):  # every arm raises again (none: an exception passes through `finally`)
+        return [n for s in (*stmt.body, *stmt.orelse) for n in _sure_imports(s)]
     return []
 
 
