@@ -51,7 +51,7 @@ class DeviceTensorToNumpy(Rule):
     intent = Intent.PORT
     default = False
     message = "call `.detach().cpu()` on the device value before numpy reads it"
-    node_types = (ast.Call, ast.Compare)
+    node_types = (ast.Call, ast.Compare, ast.BinOp, ast.AugAssign)
     valid = (
         _HEAD + "out = model(x)\nbest = np.argmax(out.detach().cpu())\n",
         _HEAD + "a = np.ones(3)\nb = np.argmax(a)\n",
@@ -91,14 +91,45 @@ class DeviceTensorToNumpy(Rule):
             if given is not None:
                 yield ctx.finding(self, node, message=_read_message(given, scope, facts))
             return
-        assert isinstance(node, ast.Compare)
-        array = _numpy_array_compared_with_a_device_tensor(node, scope, facts, ctx)
-        if array is not None:
-            message = (
-                f"call `.cpu()` on the device value before comparing it with the numpy "
-                f"array `{array}` (or make `{array}` a tensor on `device`)"
-            )
-            yield ctx.finding(self, node, message=message)
+        if isinstance(node, ast.Compare):
+            array = _numpy_array_compared_with_a_device_tensor(node, scope, facts, ctx)
+            if array is not None:
+                message = (
+                    f"call `.cpu()` on the device value before comparing it with the numpy "
+                    f"array `{array}` (or make `{array}` a tensor on `device`)"
+                )
+                yield ctx.finding(self, node, message=message)
+                return
+        assert isinstance(node, (ast.BinOp, ast.AugAssign, ast.Compare))
+        met = _array_meeting_a_device_tensor(node, scope, facts)
+        if met is not None:
+            yield ctx.finding(self, node, message=_array_message(met))
+
+
+def _array_meeting_a_device_tensor(
+    node: ast.BinOp | ast.AugAssign | ast.Compare, scope: PortScope, facts: PortFacts
+) -> ast.expr | None:
+    """The numpy array of ``w * a``, ``t += a``, ``t == a`` where the other operand is on the
+    device (a forward's output, a model's weight, a tensor the port places): torch reads the
+    array into a CPU tensor there, or hands the device tensor to numpy, and stops."""
+    if isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    elif isinstance(node, ast.AugAssign):
+        operands = [node.target, node.value]
+    else:
+        operands = [node.left, *node.comparators]
+    from torchport.check.port._numpy_arrays import array_beside_device  # on first use
+
+    return array_beside_device(operands, scope, facts)
+
+
+def _array_message(array: ast.expr) -> str:
+    text = ast.unparse(array)
+    named = f"`{text}`" if len(text) <= 40 else "the numpy array"
+    return (
+        f"make {named} a tensor on `device` (`torch.as_tensor(..., device=device)`): a numpy "
+        "array meets a device tensor here, which torch refuses"
+    )
 
 
 def _made_by_numpy(value: ast.AST, ctx: Context) -> bool:
