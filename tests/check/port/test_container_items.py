@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.no_cuda_sim import stops_on_sim
@@ -81,6 +81,9 @@ def _program(form: str, put: str, handed: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+@example(
+    cases=[("deque", "cpu tensor", False), ("list", "number", False), ("own", "cpu tensor", False)]
+)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cases=st.lists(

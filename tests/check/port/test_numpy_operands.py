@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.no_cuda_sim import stops_on_sim
@@ -91,6 +91,9 @@ def _region(source: str, way: str) -> set[int]:
     return found
 
 
+@example(
+    cases=[("parameter", ["np.ones(4)"], "*", "weight"), ("name", ["np.sqrt(2.0)"], "+", "output")]
+)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cases=st.lists(

@@ -167,6 +167,9 @@ class ValueKinds:
 
     def _combined(self, operands: list[ast.expr]) -> Kind:
         kinds = [self.of(o) for o in operands]
+        if Kind.DEVICE in kinds and Kind.UNKNOWN in kinds:  # `w * x` of `forward(2)`, `(X)`
+            pairs = zip(operands, kinds, strict=True)
+            kinds = [Kind.DEVICE if self._number_or_device(o, k) else k for o, k in pairs]
         if any(k in TENSORS for k in kinds):
             rest = [k for k in kinds if k is not Kind.OTHER]
             return Kind.DEVICE if all(k is Kind.DEVICE for k in rest) else Kind.TENSOR
@@ -175,6 +178,11 @@ class ValueKinds:
         if all(k in (Kind.NUMPY, Kind.OTHER) for k in kinds):
             return Kind.NUMPY
         return Kind.UNKNOWN
+
+    def _number_or_device(self, operand: ast.expr, kind: Kind) -> bool:
+        if kind is not Kind.UNKNOWN or not isinstance(operand, ast.Name):
+            return False
+        return self.callers.number_or_device(self.reaching.may_reach(operand))
 
     def _attribute(self, expr: ast.Attribute) -> Kind:
         if expr.attr in META_ATTRS:
