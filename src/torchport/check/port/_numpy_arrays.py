@@ -66,12 +66,16 @@ class _Arrays:
     def __init__(self, kinds: ValueKinds) -> None:
         self.kinds = kinds
         self.ctx = kinds.ctx
-        self.seen: set[int] = set()  # cycles (a name bound from itself): not told
+        self.known: dict[int, bool] = {}  # by node id; False while worked out (a cycle)
 
     def array(self, expr: ast.expr) -> bool:
-        if id(expr) in self.seen:
-            return False
-        self.seen.add(id(expr))
+        key = id(expr)
+        if key not in self.known:
+            self.known[key] = False
+            self.known[key] = self._array(expr)
+        return self.known[key]
+
+    def _array(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Call):
             return self._call(expr)
         if isinstance(expr, ast.Name):
@@ -176,7 +180,12 @@ def array_beside_device(
     from torchport.check.port._kinds import value_kinds
 
     kinds = value_kinds(facts)
-    if not any(facts.on_device(o, scope) or kinds.of(o) in _PLACED for o in operands):
+    tested = _Arrays(kinds)
+    arrays = [o for o in operands if tested.array(o)]
+    if not arrays:
         return None
-    arrays = _Arrays(kinds)
-    return next((o for o in operands if arrays.array(o)), None)
+    # (not the array itself: a name the flow marks a device value by another binding)
+    others = [o for o in operands if o not in arrays]
+    if not any(facts.on_device(o, scope) or kinds.of(o) in _PLACED for o in others):
+        return None
+    return arrays[0]
