@@ -36,7 +36,10 @@ class DeviceTensorToNumpy(Rule):
     is not reported: matplotlib formats it, as a device tensor allows. So is a
     device value given to a legacy CPU constructor (`torch.FloatTensor(x_test)`
     of a split of moved data), which raises there ("expected TensorOptions(...
-    device=cpu ...)").
+    device=cpu ...)"). So is a numpy array that meets a device value in an
+    operator (`out * mask` of `mask = np.ones(4)`, `model.weight[0] * x` of a
+    parameter `x` given `np.ones(4)`): torch reads the array as a CPU tensor
+    there; a numpy scalar (`np.sqrt(2.0)`, `a.sum()`) is fine and not reported.
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
@@ -55,6 +58,7 @@ class DeviceTensorToNumpy(Rule):
     valid = (
         _HEAD + "out = model(x)\nbest = np.argmax(out.detach().cpu())\n",
         _HEAD + "a = np.ones(3)\nb = np.argmax(a)\n",
+        _HEAD + "out = model(x)\ny = out * np.sqrt(2.0)\n",
     )
     invalid = (
         Example(_HEAD + "out = model(x)\nbest = np.argmax(out, axis=1)\n"),
@@ -75,6 +79,7 @@ class DeviceTensorToNumpy(Rule):
             "pred = model(x).argmax(1)\n"
             "hits = (pred == labels).sum()\n"
         ),
+        Example(_HEAD + "mask = np.ones(2)\nout = model(x)\ny = out * mask\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
