@@ -44,7 +44,7 @@ from torchport.check.port._calls import (
 )
 from torchport.check.port._class_attributes import ClassAttributes
 from torchport.check.port._command_line import CommandLine
-from torchport.check.port._containers import ContainerItems
+from torchport.check.port._container_items import ContainerItems
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope

@@ -16,7 +16,9 @@ Syntax only; nothing here imports numpy or torch.
 from __future__ import annotations
 
 import ast
+import weakref
 
+from torchport.check._context import Context
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._kinds import Kind, ValueKinds
 from torchport.check.port._value_kind import TENSORS
@@ -172,11 +174,25 @@ class _Arrays:
         return False
 
 
-def array_beside_device(
-    operands: list[ast.expr], scope: PortScope, facts: PortFacts
-) -> ast.expr | None:
-    """The numpy array among ``operands`` (of one operator) when another is on the device:
-    a forward's output or what is made from it, a model's weight, a tensor the port places."""
+def array_beside_device(node: ast.AST, scope: PortScope, facts: PortFacts) -> str | None:
+    """TP522's message for the numpy array of ``w * a``, ``t += a``, ``t == a`` where another
+    operand is on the device (a forward's output or what is made from it, a model's weight,
+    a tensor the port places): torch reads the array as a CPU tensor there, or hands the
+    device tensor to numpy, and stops. None: no such operator."""
+    if isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    elif isinstance(node, ast.AugAssign):
+        operands = [node.target, node.value]
+    elif isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        name = _numpy_name_compared_with_a_device_tensor(node, scope, facts)
+        if name is not None:
+            return (
+                f"call `.cpu()` on the device value before comparing it with the numpy "
+                f"array `{name}` (or make `{name}` a tensor on `device`)"
+            )
+    else:
+        return None
     from torchport.check.port._kinds import value_kinds
 
     kinds = value_kinds(facts)
@@ -188,4 +204,42 @@ def array_beside_device(
     others = [o for o in operands if o not in arrays]
     if not any(facts.on_device(o, scope) or kinds.of(o) in _PLACED for o in others):
         return None
-    return arrays[0]
+    text = ast.unparse(arrays[0])
+    named = f"`{text}`" if len(text) <= 40 else "the numpy array"
+    return (
+        f"make {named} a tensor on `device` (`torch.as_tensor(..., device=device)`): a numpy "
+        "array meets a device tensor here, which torch refuses"
+    )
+
+
+def _numpy_name_compared_with_a_device_tensor(
+    node: ast.Compare, scope: PortScope, facts: PortFacts
+) -> str | None:
+    """The name of a numpy array compared with a device tensor (``pred == labels``)."""
+    operands = [node.left, *node.comparators]
+    if not any(facts.on_device(o, scope) for o in operands):
+        return None
+    for operand in operands:
+        if isinstance(operand, ast.Name) and _a_numpy_name(operand.id, scope, facts):
+            return operand.id
+    return None
+
+
+def _a_numpy_name(name: str, scope: PortScope, facts: PortFacts) -> bool:
+    """Whether every binding of ``name`` in ``scope`` is a numpy call; once per name and scope
+    (asked per comparison, a loop over a name's every binding each time was quadratic)."""
+    ctx = facts.ctx
+    known = _NUMPY_NAMES.setdefault(ctx, {})
+    key = (id(scope), name)
+    if key not in known:
+        values = facts.bindings(name, scope) or []
+        known[key] = bool(values) and all(
+            isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").startswith("numpy.")
+            for v in values
+        )
+    return known[key]
+
+
+_NUMPY_NAMES: weakref.WeakKeyDictionary[Context, dict[tuple[int, str], bool]] = (
+    weakref.WeakKeyDictionary()
+)

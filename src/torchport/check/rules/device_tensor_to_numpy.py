@@ -4,14 +4,19 @@ such as scikit-learn, which read it through numpy), or compared with an array.""
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._legacy_constructors import refused_on_device
 from torchport.check.rules._plot_axes import TEXT_TAKERS, on_axes
-from torchport.check.rules._port import PortFacts, host_library, port_facts, surely_on_device
+from torchport.check.rules._port import (
+    PortFacts,
+    array_beside_device,
+    host_library,
+    port_facts,
+    surely_on_device,
+)
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -96,45 +101,9 @@ class DeviceTensorToNumpy(Rule):
             if given is not None:
                 yield ctx.finding(self, node, message=_read_message(given, scope, facts))
             return
-        if isinstance(node, ast.Compare):
-            array = _numpy_array_compared_with_a_device_tensor(node, scope, facts, ctx)
-            if array is not None:
-                message = (
-                    f"call `.cpu()` on the device value before comparing it with the numpy "
-                    f"array `{array}` (or make `{array}` a tensor on `device`)"
-                )
-                yield ctx.finding(self, node, message=message)
-                return
-        assert isinstance(node, (ast.BinOp, ast.AugAssign, ast.Compare))
-        met = _array_meeting_a_device_tensor(node, scope, facts)
+        met = array_beside_device(node, scope, facts)  # `pred == labels`, `out * mask`
         if met is not None:
-            yield ctx.finding(self, node, message=_array_message(met))
-
-
-def _array_meeting_a_device_tensor(
-    node: ast.BinOp | ast.AugAssign | ast.Compare, scope: PortScope, facts: PortFacts
-) -> ast.expr | None:
-    """The numpy array of ``w * a``, ``t += a``, ``t == a`` where the other operand is on the
-    device (a forward's output, a model's weight, a tensor the port places): torch reads the
-    array into a CPU tensor there, or hands the device tensor to numpy, and stops."""
-    if isinstance(node, ast.BinOp):
-        operands = [node.left, node.right]
-    elif isinstance(node, ast.AugAssign):
-        operands = [node.target, node.value]
-    else:
-        operands = [node.left, *node.comparators]
-    from torchport.check.port._numpy_arrays import array_beside_device  # on first use
-
-    return array_beside_device(operands, scope, facts)
-
-
-def _array_message(array: ast.expr) -> str:
-    text = ast.unparse(array)
-    named = f"`{text}`" if len(text) <= 40 else "the numpy array"
-    return (
-        f"make {named} a tensor on `device` (`torch.as_tensor(..., device=device)`): a numpy "
-        "array meets a device tensor here, which torch refuses"
-    )
+            yield ctx.finding(self, node, message=met)
 
 
 def _made_by_numpy(value: ast.AST, ctx: Context) -> bool:
@@ -201,32 +170,3 @@ def _a_container(value: ast.expr) -> bool:
     if isinstance(value, ast.BinOp):  # `[0] * epochs`
         return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
     return isinstance(value, _CONTAINERS)
-
-
-def _numpy_array_compared_with_a_device_tensor(
-    node: ast.Compare, scope: PortScope, facts: PortFacts, ctx: Context
-) -> str | None:
-    """The name of a numpy array compared with a device tensor (``pred == labels``)."""
-    operands = [node.left, *node.comparators]
-    if not any(facts.on_device(o, scope) for o in operands):
-        return None
-    for operand in operands:
-        if isinstance(operand, ast.Name) and _a_numpy_name(operand.id, scope, facts, ctx):
-            return operand.id
-    return None
-
-
-def _a_numpy_name(name: str, scope: PortScope, facts: PortFacts, ctx: Context) -> bool:
-    """Whether every binding of ``name`` in ``scope`` is a numpy call; once per name and scope
-    (asked per comparison, a loop over a name's every binding each time was quadratic)."""
-    known = _NUMPY_NAMES.setdefault(ctx, {})
-    key = (id(scope), name)
-    if key not in known:
-        values = facts.bindings(name, scope) or []
-        known[key] = bool(values) and all(_made_by_numpy(v, ctx) for v in values)
-    return known[key]
-
-
-_NUMPY_NAMES: weakref.WeakKeyDictionary[Context, dict[tuple[int, str], bool]] = (
-    weakref.WeakKeyDictionary()
-)
