@@ -10,9 +10,10 @@ must not be reported.
 Programs are generated: a model, a value from a menu (arrays, numpy scalars, a number, a
 tensor) reaching an operator with a device tensor (the model's weight or output) through a
 parameter (one or several call sites), a module-level name, an attribute its class stores,
-or written in place. The oracle is the ported program run on the simulated accelerator in a
-child: it stops at the operator exactly when the port leaves a finding there (for a
-parameter: in its function, where TP520 may name the parameter instead).
+a function of the file that returns it, or written in place. The oracle is the ported
+program run on the simulated accelerator in a child: it stops at the operator exactly when
+the port leaves a finding there (for a parameter: in its function, where TP520 may name the
+parameter instead).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _VALUES = (
     "2.0",  # a number
     "torch.ones(4)",  # a tensor: the port moves it
 )
-_WAYS = ("parameter", "name", "attribute", "in place")
+_WAYS = ("parameter", "name", "attribute", "returned", "in place")
 _OPS = ("*", "+", "-", "/")
 
 
@@ -64,6 +65,10 @@ def _program(way: str, values: list[str], op: str, side: str) -> str:
         "h = Holder()",
         "",
         "",
+        "def make():",
+        f"    return {values[0]}",
+        "",
+        "",
         "def scale(x):",
         f"    return {device} {op} x",
         "",
@@ -72,7 +77,7 @@ def _program(way: str, values: list[str], op: str, side: str) -> str:
     if way == "parameter":
         lines += [f"print(scale({v}).sum().item())" for v in values]
     else:
-        operand = {"name": "V", "attribute": "h.v", "in place": values[0]}[way]
+        operand = {"name": "V", "attribute": "h.v", "returned": "make()"}.get(way, values[0])
         lines.append(f"print(({device} {op} {operand}).sum().item())")
     return "\n".join(lines) + "\n"
 

@@ -6,10 +6,12 @@ cuda:0 device type tensor to numpy"); with a numpy scalar (``np.sqrt(2)``,
 asks here, and reports only a value that is an array by its own code: made by a
 numpy array maker (``np.ones(4)``, ``np.random.rand(3)``), a tensor's ``.numpy()``,
 an elementwise function or operator of an array, a slice or a reshaping of one, an
-attribute the file's class stores one in, a name a binding of which is one, a
-parameter a call site of the file hands one (the others handing numpy values or
-numbers: the run that takes the array stops). Anything else (an item ``a[0]``, a
-reduction, an int index) is not told to be an array, and not reported.
+attribute the file's class stores one in, a function of the file that returns one, a
+name a binding of which is one, a parameter a call site of the file hands one (the
+others handing numpy values or numbers: the run that takes the array stops). Anything
+else (an item ``a[0]``, a reduction, an int index) is not told to be an array, and not
+reported. A comparison with a name every binding of which is a numpy call
+(``pred == labels``) is reported as it was, with its own message.
 Syntax only; nothing here imports numpy or torch.
 """
 
@@ -114,6 +116,8 @@ class _Arrays:
             if tail in _ELEMENTWISE:
                 return any(self.array(a) for a in call.args)
             return False
+        if isinstance(func, ast.Name) and not name:
+            return self._returned(func)
         if not isinstance(func, ast.Attribute) or name:
             return False
         if func.attr == "numpy" and not call.args:
@@ -121,6 +125,15 @@ class _Arrays:
         if func.attr in _ARRAY_METHODS:
             return self.kinds.of(func.value) is Kind.NUMPY and self.array(func.value)
         return False
+
+    def _returned(self, func: ast.Name) -> bool:
+        """``make_mask(n)`` of a function of the file a ``return`` of which is an array."""
+        found = self.kinds.scopes.bindings(func.id, func)
+        node = found[0].node if len(found) == 1 else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        values = self.kinds.callers.return_values(node) or []
+        return any(self.array(v) for v in values)
 
     def _attribute(self, expr: ast.Attribute) -> bool:
         """``self.mask`` in a method of the file's class, ``h.mask`` of ``h = Holder()``:
