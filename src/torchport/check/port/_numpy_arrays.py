@@ -206,10 +206,10 @@ def array_beside_device(node: ast.AST, scope: PortScope, facts: PortFacts) -> st
             )
     else:
         return None
-    from torchport.check.port._kinds import value_kinds
-
-    kinds = value_kinds(facts)
-    tested = _Arrays(kinds)
+    tested = _arrays(facts)
+    if tested is None:
+        return None
+    kinds = tested.kinds
     arrays = [o for o in operands if tested.array(o)]
     if not arrays:
         return None
@@ -223,6 +223,24 @@ def array_beside_device(node: ast.AST, scope: PortScope, facts: PortFacts) -> st
         f"make {named} a tensor on `device` (`torch.as_tensor(..., device=device)`): a numpy "
         "array meets a device tensor here, which torch refuses"
     )
+
+
+def _arrays(facts: PortFacts) -> _Arrays | None:
+    """The file's array test, made once per walk; None where its text names no numpy (no
+    import of it, no ``.numpy()``) and has no star import that could bring it: no array."""
+    memo = facts.ctx.memo
+    found = memo.get("port.numpy_arrays", False)
+    if found is False:
+        source = facts.ctx.source
+        if "numpy" in source or "import *" in source:
+            from torchport.check.port._kinds import value_kinds
+
+            found = _Arrays(value_kinds(facts))
+        else:
+            found = None
+        memo["port.numpy_arrays"] = found
+    assert found is None or isinstance(found, _Arrays)
+    return found
 
 
 def _numpy_name_compared_with_a_device_tensor(
