@@ -94,10 +94,10 @@ class _Arrays:
             sliced = any(isinstance(p, ast.Slice) or self.array(p) for p in parts)
             return sliced and self.array(expr.value)  # `a[:, 1:]`, `a[mask]`
         if isinstance(expr, ast.BinOp):
-            kinds = (self.kinds.of(expr.left), self.kinds.of(expr.right))
-            if not all(k in (Kind.NUMPY, Kind.OTHER) for k in kinds):
+            if not (self.array(expr.left) or self.array(expr.right)):
                 return False
-            return self.array(expr.left) or self.array(expr.right)
+            kinds = (self.kinds.of(expr.left), self.kinds.of(expr.right))
+            return all(k in (Kind.NUMPY, Kind.OTHER) for k in kinds)
         if isinstance(expr, ast.UnaryOp):
             return not isinstance(expr.op, ast.Not) and self.array(expr.operand)
         return False
@@ -165,8 +165,6 @@ class _Arrays:
         """A parameter some call site of the file hands an array, the others numpy values
         or numbers (its kind NUMPY or OTHER by every one)."""
         callers = self.kinds.callers
-        if not callers.given(arg) or not callers.given(arg) <= {Kind.NUMPY, Kind.OTHER}:
-            return False
         args = self.kinds.scopes.parent(arg)
         func = self.kinds.scopes.parent(args) if args is not None else None
         if func is None or not isinstance(args, ast.arguments):
@@ -183,7 +181,9 @@ class _Arrays:
             if given is None and index is not None and index < len(call.args):
                 given = call.args[index]
             if given is not None and self.array(given):
-                return True
+                # (the callers' kinds last: they are worked out for this alone)
+                kinds = callers.given(arg)
+                return bool(kinds) and kinds <= {Kind.NUMPY, Kind.OTHER}
         return False
 
 
