@@ -1094,6 +1094,8 @@ ENTRIES: tuple[RuleEntry, ...] = (
         (
             "Call",
             "Compare",
+            "BinOp",
+            "AugAssign",
         ),
         None,
         None,

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.no_cuda_sim import stops_on_sim
@@ -39,12 +39,11 @@ _GIVEN = {
     "placed": ("X", False),
     "placed cast": ("Z", False),
     "creator": ("torch.ones(4)", False),  # made in the call: moved in the function (TP502)
+    # `forward`'s own output: on the device where `x` is given `X` and numbers (it was taken
+    # for a CPU tensor where `x` is of no one kind, and `x` reported)
+    "own output": ("forward(X).detach()", False),
 }
-# (left out too: `forward(forward(X).detach())` beside `forward(2)`: the output of a function
-# whose parameter is of no one kind is taken for a CPU tensor, and reported; a false report
-# left, as before this test)
-# (left out: a parameter given numpy arrays only, `forward(np.ones(4))`, stops on the device
-# with no finding: a class of its own, reported to the lead, not this test's)
+# (a parameter given numpy arrays, `forward(np.ones(4))`: test_numpy_operands.py)
 _FUNCTIONS = ("forward", "loss")
 
 
@@ -80,6 +79,7 @@ def _program(calls: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@example(cases=[[("forward", "own output"), ("forward", "int")]])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cases=st.lists(

@@ -48,6 +48,9 @@ _LEFT = frozenset({Kind.DEVICE, Kind.MODEL, Kind.LOADER, Kind.OTHER, Kind.NUMPY}
 # A parameter one call site gives a number (a string, None) and another a device tensor: each
 # call's value is left as it is (their join is UNKNOWN: no one kind holds both)
 _NUMBER_OR_DEVICE = frozenset({Kind.OTHER, Kind.DEVICE})
+# ... or a number and a numpy value (`scale(2.0)`, `scale(a.sum())`): no tensor to move; an
+# array there that meets a device tensor is TP522's (`port/_numpy_arrays`)
+_NUMBER_OR_NUMPY = frozenset({Kind.OTHER, Kind.NUMPY})
 
 
 @dataclass
@@ -139,7 +142,10 @@ class _Planner:
                 continue
             if kind is Kind.UNKNOWN and self._only_made_into_tensors(param, scope):
                 continue  # `torch.tensor(s, dtype=...)`: that tensor is moved (or reported)
-            if kind is Kind.UNKNOWN and self.kinds.callers.given(param) == _NUMBER_OR_DEVICE:
+            if kind is Kind.UNKNOWN and self.kinds.callers.given(param) in (
+                _NUMBER_OR_DEVICE,
+                _NUMBER_OR_NUMPY,
+            ):
                 continue  # `forward(5)`, `forward(X)` of a tensor on the device: nothing to move
             self.plan.covered.add((id(func), name))
             if kind in _MOVED:

@@ -36,6 +36,7 @@ __all__ = [
     "is_move",
     "library_result",
     "moves_all",
+    "moves_tensors",
     "moves_to_program_device",
 ]
 
@@ -170,6 +171,19 @@ def moves_all(value: ast.expr) -> bool:
     if isinstance(value, (ast.DictComp, ast.ListComp)):
         return any(is_move(n) for n in ast.walk(value))
     return False
+
+
+def moves_tensors(item: ast.expr) -> bool:
+    """``v.to(device)``, or ``v.to(device) if isinstance(v, Tensor) else v``: a moved batch."""
+    if is_move(item):
+        return True
+    return (
+        isinstance(item, ast.IfExp)
+        and is_move(item.body)
+        and isinstance(item.orelse, ast.Name)
+        and isinstance(item.test, ast.Call)
+        and getattr(item.test.func, "id", "") == "isinstance"
+    )
 
 
 def moves_to_program_device(call: ast.AST) -> bool:

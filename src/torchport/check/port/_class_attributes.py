@@ -15,7 +15,10 @@ import ast
 from collections.abc import Callable
 
 from torchport.check._context import Context
+from torchport.check.port._instances import made_by
+from torchport.check.port._reaching import Reaching
 from torchport.check.port._value_kind import Kind, join
+from torchport.check.semantic import BindingKind
 
 __all__ = ["ClassAttributes"]
 
@@ -93,6 +96,27 @@ class ClassAttributes:
                 return False  # a class attribute, a nested class: not told here
         stores = self._self_stores(cls)
         return bool(stores) and all(self.own_attribute(cls, a) is Kind.OTHER for a in stores)
+
+    def instance_class(self, value: ast.expr, reaching: Reaching) -> ast.ClassDef | None:
+        """The class of the file whose instance ``value`` is, when every binding of the
+        name that may reach it is ``Cls(...)`` of that one class (or ``Cls(...).to(...)``,
+        as the port writes it)."""
+        if not isinstance(value, ast.Name):
+            return None
+        classes: set[ast.ClassDef] = set()
+        for b in reaching.may_reach(value):
+            bound = made_by(getattr(b, "value", None))
+            if b.kind is not BindingKind.ASSIGN or not isinstance(bound, ast.Call):
+                return None
+            cls = self.file_class(bound.func)
+            if cls is None:
+                return None
+            classes.add(cls)
+        return classes.pop() if len(classes) == 1 else None
+
+    def stored(self, cls: ast.ClassDef, attr: str) -> list[ast.expr]:
+        """The values the class's code stores as ``self.<attr>`` (those it can tell)."""
+        return [v for v in self._self_stores(cls).get(attr, []) if v is not None]
 
     def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
         """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one

@@ -38,16 +38,16 @@ from torchport.check.port._calls import (
     TORCH_NOT_TENSORS,
     device_target,
     follows_a_tensor,
-    is_move,
     library_result,
+    moves_tensors,
     moves_to_program_device,
 )
 from torchport.check.port._class_attributes import ClassAttributes
 from torchport.check.port._command_line import CommandLine
+from torchport.check.port._container_items import ContainerItems
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope
-from torchport.check.port._instances import made_by
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._placed import placed_by_the_port
@@ -68,19 +68,6 @@ _PLAIN_BUILTINS = frozenset(
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict", "frozenset", "sorted"})
 _JOINING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "pow"})
 _SAME_KIND_ATTRS = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
-
-
-def _moves_tensors(item: ast.expr) -> bool:
-    """``v.to(device)``, or ``v.to(device) if isinstance(v, Tensor) else v``: a moved batch."""
-    if is_move(item):
-        return True
-    return (
-        isinstance(item, ast.IfExp)
-        and is_move(item.body)
-        and isinstance(item.orelse, ast.Name)
-        and isinstance(item.test, ast.Call)
-        and getattr(item.test.func, "id", "") == "isinstance"
-    )
 
 
 def _asking(kinds: ValueKinds) -> Callable[[ast.expr], Kind]:
@@ -120,6 +107,7 @@ class ValueKinds:
         self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
         self.attributes = ClassAttributes(self.ctx, kind_of)
         self.command_line = CommandLine(self.ctx)
+        self.containers = ContainerItems(facts, self.reaching, self.attributes, kind_of)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
         self._dataset_classes = self._subclasses(set(), "Dataset")
@@ -168,7 +156,7 @@ class ValueKinds:
             return self._container([v for v in expr.values if v is not None])
         if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             item = expr.value if isinstance(expr, ast.DictComp) else expr.elt
-            if _moves_tensors(item):
+            if moves_tensors(item):
                 return Kind.DEVICE  # `{k: v.to(device) if isinstance(v, Tensor) else v ...}`
             return self._container([item])
         return Kind.UNKNOWN
@@ -179,6 +167,9 @@ class ValueKinds:
 
     def _combined(self, operands: list[ast.expr]) -> Kind:
         kinds = [self.of(o) for o in operands]
+        if Kind.DEVICE in kinds and Kind.UNKNOWN in kinds:  # `w * x` of `forward(2)`, `(X)`
+            pairs = zip(operands, kinds, strict=True)
+            kinds = [Kind.DEVICE if self._number_or_device(o, k) else k for o, k in pairs]
         if any(k in TENSORS for k in kinds):
             rest = [k for k in kinds if k is not Kind.OTHER]
             return Kind.DEVICE if all(k is Kind.DEVICE for k in rest) else Kind.TENSOR
@@ -187,6 +178,11 @@ class ValueKinds:
         if all(k in (Kind.NUMPY, Kind.OTHER) for k in kinds):
             return Kind.NUMPY
         return Kind.UNKNOWN
+
+    def _number_or_device(self, operand: ast.expr, kind: Kind) -> bool:
+        if kind is not Kind.UNKNOWN or not isinstance(operand, ast.Name):
+            return False
+        return self.callers.number_or_device(self.reaching.may_reach(operand))
 
     def _attribute(self, expr: ast.Attribute) -> Kind:
         if expr.attr in META_ATTRS:
@@ -204,8 +200,9 @@ class ValueKinds:
             # `Cfg.x`: what the class body holds
             return self.attributes.class_attribute(cls, expr.attr)
         record = self._record_of(value)
-        if record is not None and self.attributes.own_attribute(record, expr.attr) is Kind.OTHER:
-            return Kind.OTHER  # `params.gamma` of `params = Params()`, `self.gamma = 0.99`
+        held = self.attributes.own_attribute(record, expr.attr) if record else Kind.UNKNOWN
+        if held in (Kind.OTHER, Kind.NUMPY):  # `params.gamma`, `h.mask` of `h = Holder()`
+            return held
         if self.command_line.scalar(expr):
             return Kind.OTHER  # `args.gamma` of `add_argument("--gamma", type=float)`
         inner = self.of(value)
@@ -226,7 +223,7 @@ class ValueKinds:
         """``ac.step(obs)`` where ``ac`` is an object of the file's own model class and
         ``step`` a plain method of its body every ``return`` of which is numpy or no
         tensor (``return self.v(obs).numpy()``): that kind, not a forward's output."""
-        cls = self._instance_class(func.value)
+        cls = self.instance_class(func.value)
         if cls is None:
             return None
         for stmt in cls.body:
@@ -239,30 +236,17 @@ class ValueKinds:
                 return kind if kind in (Kind.NUMPY, Kind.OTHER) else None
         return None
 
-    def _instance_class(self, value: ast.expr) -> ast.ClassDef | None:
-        """The class of the file whose instance ``value`` is, when every binding of the
-        name that may reach it is ``Cls(...)`` of that one class (or ``Cls(...).to(...)``,
-        as the port writes it)."""
-        if not isinstance(value, ast.Name):
-            return None
-        classes: set[ast.ClassDef] = set()
-        for b in self.reaching.may_reach(value):
-            bound = made_by(getattr(b, "value", None))
-            if b.kind is not BindingKind.ASSIGN or not isinstance(bound, ast.Call):
-                return None
-            cls = self.attributes.file_class(bound.func)
-            if cls is None:
-                return None
-            classes.add(cls)
-        return classes.pop() if len(classes) == 1 else None
+    def instance_class(self, value: ast.expr) -> ast.ClassDef | None:
+        """:meth:`ClassAttributes.instance_class` of ``value`` where it stands."""
+        return self.attributes.instance_class(value, self.reaching)
 
     def _record_of(self, value: ast.expr) -> ast.ClassDef | None:
-        """:meth:`_instance_class`, when the class has no base but ``object``
+        """:meth:`instance_class`, when the class has no base but ``object``
         (``params = Params()``): what its methods store on ``self`` is what the object
         holds (:meth:`ClassAttributes.own_attribute`, which also counts the file's stores
         into the attribute from outside). A base class could store there too, unseen: no
         answer then."""
-        cls = self._instance_class(value)
+        cls = self.instance_class(value)
         if cls is None or cls.keywords:
             return None
         if any(getattr(base, "id", None) != "object" for base in cls.bases):
@@ -434,8 +418,9 @@ class ValueKinds:
             return Kind.BATCH  # `dataiter.next()`: an item, as `next(dataiter)` gives
         if inner is Kind.LIBRARY:
             return Kind.LIBRARY  # `scaler.transform(X)`, `tokenizer.encode(s)`
-        if inner is Kind.OTHER:
-            return Kind.OTHER  # string and number methods
+        if inner is Kind.OTHER:  # string and number methods; `memory.pop()`: what was put in
+            item = self.containers.item(func)
+            return Kind.OTHER if item is None else item
         return Kind.UNKNOWN
 
     def _builtin_call(self, call: ast.Call, name: str) -> Kind:

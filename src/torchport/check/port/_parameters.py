@@ -12,7 +12,7 @@ kind of an expression (``kind_of``: its
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from torchport.check._context import Context
 from torchport.check.port._call_sites import method_of_receiver, overrides, partial_target
@@ -130,7 +130,9 @@ class CallerKinds:
         index = next((i for i, p in enumerate(positional) if p is arg), None)
         default = parameter_default(args, arg)
         kinds: list[Kind] = []
-        for call, _ in sites:
+        # the calls that hand it the function's own result (`forward(forward(X).detach())`)
+        # last: their kind asks this one's back, and gets what the others gave so far
+        for call, _ in sorted(sites, key=lambda site: _calls_itself(site[0], func.name)):
             if any(isinstance(a, ast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords
             ):
@@ -142,8 +144,24 @@ class CallerKinds:
                 kinds.append(self.kind_of(given))
             elif default is not None:
                 kinds.append(self.kind_of(default))
-        self._given[id(arg)] = frozenset(kinds)
+            self._given[id(arg)] = frozenset(kinds)
         return join(kinds)
+
+    def number_or_device(self, bindings: Sequence[object]) -> bool:
+        """Whether a name with these ``bindings`` reads a parameter every call site seen so
+        far hands a number or a tensor on the device, a device tensor among them
+        (``forward(2)``, ``forward(X)``): beside a device tensor, it gives one."""
+        found = False
+        for b in bindings:
+            node = getattr(b, "node", None)
+            if not isinstance(node, ast.arg):
+                return False
+            self.parameter(node)  # (while it is worked out: what the calls gave so far)
+            given = self._given.get(id(node), frozenset())
+            if Kind.DEVICE not in given or not given <= {Kind.DEVICE, Kind.OTHER}:
+                return False
+            found = True
+        return found
 
     def given(self, arg: ast.arg) -> frozenset[Kind]:
         """The kinds the file's call sites pass for ``arg`` (empty: its kind is not told by
@@ -325,6 +343,15 @@ class CallerKinds:
             if not (self.ctx.qualname(target) or "").startswith("torch."):
                 return False
         return True
+
+
+def _calls_itself(call: ast.Call, name: str) -> bool:
+    """Whether an argument of ``call`` calls the function ``name`` (by that name)."""
+    return any(
+        isinstance(n, ast.Call) and getattr(n.func, "id", None) == name
+        for a in [*call.args, *(k.value for k in call.keywords)]
+        for n in ast.walk(a)
+    )
 
 
 def hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:

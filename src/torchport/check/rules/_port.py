@@ -25,6 +25,7 @@ else:
 __all__ = [
     "BatchMove",
     "PortFacts",
+    "array_beside_device",
     "batch_plan",
     "cpu_keys",
     "cpu_only_device",
@@ -95,6 +96,13 @@ def _host_library() -> Callable[[str], bool]:
 def host_library(name: str) -> bool:
     """:func:`torchport.check.port._calls.host_library`."""
     return _host_library()(name)
+
+
+def array_beside_device(node: ast.AST, scope: PortScope, facts: PortFacts) -> str | None:
+    """:func:`torchport.check.port._numpy_arrays.array_beside_device`."""
+    from torchport.check.port._numpy_arrays import array_beside_device as found
+
+    return found(node, scope, facts)
 
 
 def surely_on_device(expr: ast.expr, scope: PortScope, facts: PortFacts) -> bool:

@@ -4,14 +4,19 @@ such as scikit-learn, which read it through numpy), or compared with an array.""
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._legacy_constructors import refused_on_device
 from torchport.check.rules._plot_axes import TEXT_TAKERS, on_axes
-from torchport.check.rules._port import PortFacts, host_library, port_facts, surely_on_device
+from torchport.check.rules._port import (
+    PortFacts,
+    array_beside_device,
+    host_library,
+    port_facts,
+    surely_on_device,
+)
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -36,7 +41,10 @@ class DeviceTensorToNumpy(Rule):
     is not reported: matplotlib formats it, as a device tensor allows. So is a
     device value given to a legacy CPU constructor (`torch.FloatTensor(x_test)`
     of a split of moved data), which raises there ("expected TensorOptions(...
-    device=cpu ...)").
+    device=cpu ...)"). So is a numpy array that meets a device value in an
+    operator (`out * mask` of `mask = np.ones(4)`, `model.weight[0] * x` of a
+    parameter `x` given `np.ones(4)`): torch reads the array as a CPU tensor
+    there; a numpy scalar (`np.sqrt(2.0)`, `a.sum()`) is fine and not reported.
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
@@ -51,10 +59,11 @@ class DeviceTensorToNumpy(Rule):
     intent = Intent.PORT
     default = False
     message = "call `.detach().cpu()` on the device value before numpy reads it"
-    node_types = (ast.Call, ast.Compare)
+    node_types = (ast.Call, ast.Compare, ast.BinOp, ast.AugAssign)
     valid = (
         _HEAD + "out = model(x)\nbest = np.argmax(out.detach().cpu())\n",
         _HEAD + "a = np.ones(3)\nb = np.argmax(a)\n",
+        _HEAD + "out = model(x)\ny = out * np.sqrt(2.0)\n",
     )
     invalid = (
         Example(_HEAD + "out = model(x)\nbest = np.argmax(out, axis=1)\n"),
@@ -75,6 +84,7 @@ class DeviceTensorToNumpy(Rule):
             "pred = model(x).argmax(1)\n"
             "hits = (pred == labels).sum()\n"
         ),
+        Example(_HEAD + "mask = np.ones(2)\nout = model(x)\ny = out * mask\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -91,14 +101,9 @@ class DeviceTensorToNumpy(Rule):
             if given is not None:
                 yield ctx.finding(self, node, message=_read_message(given, scope, facts))
             return
-        assert isinstance(node, ast.Compare)
-        array = _numpy_array_compared_with_a_device_tensor(node, scope, facts, ctx)
-        if array is not None:
-            message = (
-                f"call `.cpu()` on the device value before comparing it with the numpy "
-                f"array `{array}` (or make `{array}` a tensor on `device`)"
-            )
-            yield ctx.finding(self, node, message=message)
+        met = array_beside_device(node, scope, facts)  # `pred == labels`, `out * mask`
+        if met is not None:
+            yield ctx.finding(self, node, message=met)
 
 
 def _made_by_numpy(value: ast.AST, ctx: Context) -> bool:
@@ -165,32 +170,3 @@ def _a_container(value: ast.expr) -> bool:
     if isinstance(value, ast.BinOp):  # `[0] * epochs`
         return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
     return isinstance(value, _CONTAINERS)
-
-
-def _numpy_array_compared_with_a_device_tensor(
-    node: ast.Compare, scope: PortScope, facts: PortFacts, ctx: Context
-) -> str | None:
-    """The name of a numpy array compared with a device tensor (``pred == labels``)."""
-    operands = [node.left, *node.comparators]
-    if not any(facts.on_device(o, scope) for o in operands):
-        return None
-    for operand in operands:
-        if isinstance(operand, ast.Name) and _a_numpy_name(operand.id, scope, facts, ctx):
-            return operand.id
-    return None
-
-
-def _a_numpy_name(name: str, scope: PortScope, facts: PortFacts, ctx: Context) -> bool:
-    """Whether every binding of ``name`` in ``scope`` is a numpy call; once per name and scope
-    (asked per comparison, a loop over a name's every binding each time was quadratic)."""
-    known = _NUMPY_NAMES.setdefault(ctx, {})
-    key = (id(scope), name)
-    if key not in known:
-        values = facts.bindings(name, scope) or []
-        known[key] = bool(values) and all(_made_by_numpy(v, ctx) for v in values)
-    return known[key]
-
-
-_NUMPY_NAMES: weakref.WeakKeyDictionary[Context, dict[tuple[int, str], bool]] = (
-    weakref.WeakKeyDictionary()
-)
