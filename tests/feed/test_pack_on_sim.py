@@ -97,7 +97,13 @@ def packed(spec_list, dtype, non_blocking, data):
     for s, o, cast in zip(sources, out, casts, strict=True):
         assert o.device == SIM and o.dtype == cast and o.shape == s.shape, (s, o)
         assert o.stride() == s.to(SIM, cast).stride(), (o.stride(), s.stride())
-        assert torch.equal(value_bytes(o.cpu(), cast), value_bytes(s, cast)), (s, o.cpu())
+        if cast == s.dtype:  # every bit, NaN payloads too
+            assert torch.equal(value_bytes(o.cpu(), cast), value_bytes(s, cast)), (s, o.cpu())
+        else:  # a cast's NaN payload is torch's choice: 2.6's `cat` keeps it, `.to` does not
+            got, want = o.cpu(), s.resolve_conj().resolve_neg().to(cast)
+            assert torch.equal(got.isnan(), want.isnan()), (s, got)
+            numbers = ~want.isnan()
+            assert torch.equal(value_bytes(got[numbers], cast), value_bytes(want[numbers], cast))
         assert o.untyped_storage().nbytes() == s.numel() * cast.itemsize
     before = [value_bytes(o.cpu(), o.dtype) for o in out]
     k = data.draw(st.integers(0, len(out) - 1))

@@ -76,7 +76,12 @@ def test_groups_round_trip_with_the_layout_to_gives_in_storages_of_their_own(
         assert got.dtype == cast and got.shape == src.shape
         assert got.stride() == src.clone().stride()
         want = src.resolve_conj().resolve_neg().to(cast)
-        assert torch.equal(_bytes(got), _bytes(want))
+        if cast == src.dtype:
+            assert torch.equal(_bytes(got), _bytes(want))  # every bit, NaN payloads too
+        else:  # a cast's NaN payload is torch's choice: 2.6's `cat` keeps it, `.to` does not
+            assert torch.equal(got.isnan(), want.isnan())
+            kept = ~want.isnan()
+            assert torch.equal(_bytes(got[kept]), _bytes(want[kept]))
         assert got.untyped_storage().nbytes() == src.numel() * cast.itemsize
     moved = [out[i] for i in sorted(grouped)]
     assert len({t.untyped_storage().data_ptr() for t in moved}) == len(moved)

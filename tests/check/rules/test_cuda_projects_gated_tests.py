@@ -110,6 +110,8 @@ def _ran(source: str, missing: str, method: str) -> bool:
     def guarded(name, *args, **kwargs):  # type: ignore[no-untyped-def]
         if name.partition(".")[0] == missing:
             raise ModuleNotFoundError(f"No module named {name!r}")
+        if name == "torch":  # only imported (its one use is replaced below): a stand-in, so
+            return types.ModuleType("torch")  # the checker's own leg, without torch, runs it too
         return real(name, *args, **kwargs)
 
     module = types.ModuleType("drawn_tests")
