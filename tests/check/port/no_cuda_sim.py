@@ -15,8 +15,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from torchport.check.port import port_text
 
 _CHILD = """
 import json, sys
@@ -98,3 +101,27 @@ def stops_on_sim(paths: list[str]) -> list[tuple[str, str, int | None] | None]:
     the traceback)."""
     found = in_a_child(_STOPS, paths)
     return [None if stop is None else (stop[0], stop[1], stop[2]) for stop in found]
+
+
+def stops_exactly_where_reported(
+    cases: Sequence[Any], programs: Sequence[str], region: Callable[[str, Any], set[int]]
+) -> None:
+    """Port each program, run every port on the simulated accelerator in one child, and
+    assert each stops only inside ``region(ported source, case)`` (its lines), and there
+    exactly when the port left a finding there."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths, reported, lines = [], [], []
+        for index, source in enumerate(programs):
+            path = Path(tmp) / f"p{index}.py"
+            outcome = port_text(source, str(path))
+            assert not outcome.failures, outcome.failures
+            path.write_text(outcome.source)
+            where = region(outcome.source, cases[index])
+            reported.append(any(f.line in where for f in outcome.remaining))
+            lines.append(where)
+            paths.append(str(path))
+        stops = stops_on_sim(paths)
+    for case, stop, found, where in zip(cases, stops, reported, lines, strict=True):
+        stopped = stop is not None and stop[2] in where
+        assert stop is None or stopped, (case, stop)  # nowhere else
+        assert found == stopped, (case, stop, found)

@@ -17,15 +17,11 @@ item exactly when the port leaves a finding there.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import stops_on_sim
-from torchport.check.port import port_text
+from tests.check.port.no_cuda_sim import stops_exactly_where_reported
 
 pytest.importorskip("torch")
 
@@ -98,23 +94,13 @@ def test_an_item_of_a_filled_container_is_what_was_put_in(
     cases = [c for c in cases if not (c[2] and c[1] != "cpu tensor")]  # (see below)
     if not cases:
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        paths, reported, lines = [], [], []
-        for index, (form, put, handed) in enumerate(cases):
-            path = Path(tmp) / f"p{index}.py"
-            outcome = port_text(_program(form, put, handed), str(path))
-            assert not outcome.failures, outcome.failures
-            path.write_text(outcome.source)
-            numbers = outcome.source.splitlines()
-            region = {i for i, line in enumerate(numbers, 1) if _uses_the_item(line, form)}
-            reported.append(any(f.line in region for f in outcome.remaining))
-            lines.append(region)
-            paths.append(str(path))
-        stops = stops_on_sim(paths)
-    for case, stop, found, region in zip(cases, stops, reported, lines, strict=True):
-        stopped = stop is not None and stop[2] in region
-        assert stop is None or stopped, (case, stop)  # nowhere else
-        assert found == stopped, (case, stop, found)
+    stops_exactly_where_reported(
+        cases,
+        [_program(form, put, handed) for form, put, handed in cases],
+        lambda source, case: {
+            i for i, line in enumerate(source.splitlines(), 1) if _uses_the_item(line, case[0])
+        },
+    )
 
 
 def _uses_the_item(line: str, form: str) -> bool:

@@ -18,15 +18,11 @@ parameter instead).
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import stops_on_sim
-from torchport.check.port import port_text
+from tests.check.port.no_cuda_sim import stops_exactly_where_reported
 
 pytest.importorskip("torch")
 
@@ -115,19 +111,8 @@ def _region(source: str, way: str) -> set[int]:
 def test_a_numpy_array_meeting_a_device_tensor_is_reported(
     cases: list[tuple[str, list[str], str, str]],
 ) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        paths, reported, lines = [], [], []
-        for index, (way, values, op, side) in enumerate(cases):
-            path = Path(tmp) / f"p{index}.py"
-            outcome = port_text(_program(way, values, op, side), str(path))
-            assert not outcome.failures, outcome.failures
-            path.write_text(outcome.source)
-            region = _region(outcome.source, way)
-            reported.append(any(f.line in region for f in outcome.remaining))
-            lines.append(region)
-            paths.append(str(path))
-        stops = stops_on_sim(paths)
-    for case, stop, found, region in zip(cases, stops, reported, lines, strict=True):
-        stopped = stop is not None and stop[2] in region
-        assert stop is None or stopped, (case, stop)  # nowhere else
-        assert found == stopped, (case, stop, found)
+    stops_exactly_where_reported(
+        cases,
+        [_program(way, values, op, side) for way, values, op, side in cases],
+        lambda source, case: _region(source, case[0]),
+    )
