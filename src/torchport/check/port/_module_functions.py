@@ -266,6 +266,23 @@ def local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
     return list(found) if found else None
 
 
+def _values_read(func: ast.AST | None, use: ast.Name) -> list[ast.expr] | None:
+    """What ``use`` may read: :func:`local_values`, or, where the name is given several
+    values or is bound otherwise too, what the statements just before assign (asked
+    only then: it reads the function's statements once)."""
+    if func is None:
+        return None
+    values, other = _local_table(func)
+    found = values.get(use.id)
+    if not found:
+        return None
+    if len(found) > 1 or use.id in other:
+        last = assigned_just_before(func, use)
+        if last is not None:
+            return [last]
+    return None if use.id in other else list(found)
+
+
 def builds(knowledge: ModelKnowledge, expr: ast.expr, *, func: ast.AST) -> bool:
     def holds(e: ast.expr) -> bool:
         if not isinstance(e, ast.Name):
@@ -297,9 +314,7 @@ def cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: int
             cpu_tensor(ctx, s, func=func, depth=depth + 1) for s in sides if s not in numbers
         )
     if isinstance(expr, ast.Name):
-        # the value the statements just before assign, else every value the name is given
-        last = assigned_just_before(func, expr)
-        values = [last] if last is not None else local_values(func, expr.id)
+        values = _values_read(func, expr)
         return bool(values) and all(
             cpu_tensor(ctx, v, func=func, depth=depth + 1) for v in values or ()
         )

@@ -15,6 +15,7 @@ compound statement's header) gets None: the caller falls back to every value.
 from __future__ import annotations
 
 import ast
+import bisect
 import weakref
 
 __all__ = ["assigned_just_before"]
@@ -25,18 +26,19 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 
 class _Lines:
-    """One function's simple statements: where each sits, and which statement holds each node."""
+    """One function's simple statements, by position, and the block and index of each."""
 
-    __slots__ = ("declared", "holder", "where")
+    __slots__ = ("_declared", "ends", "func", "starts", "statements", "where")
 
     def __init__(self, func: ast.AST) -> None:
+        self.func = func
         self.where: dict[int, tuple[list[ast.stmt], int]] = {}
-        self.holder: dict[int, ast.stmt] = {}
-        self.declared: set[str] = set()  # global or nonlocal here or in a nested function
-        for node in ast.walk(func):
-            if isinstance(node, (ast.Global, ast.Nonlocal)):
-                self.declared.update(node.names)
+        self.statements: list[ast.stmt] = []
+        self._declared: set[str] | None = None
         self._blocks(func)
+        self.statements.sort(key=_start)
+        self.starts = [_start(s) for s in self.statements]
+        self.ends = [_end(s) for s in self.statements]
 
     def _blocks(self, node: ast.AST) -> None:
         blocks = [getattr(node, f, None) for f in _BLOCK_FIELDS]
@@ -48,10 +50,31 @@ class _Lines:
             for i, stmt in enumerate(block):
                 if isinstance(stmt, _SIMPLE):
                     self.where[id(stmt)] = (block, i)
-                    for inner in ast.walk(stmt):
-                        self.holder[id(inner)] = stmt
+                    self.statements.append(stmt)
                 elif not isinstance(stmt, _NESTED):
                     self._blocks(stmt)
+
+    def holder(self, use: ast.expr) -> ast.stmt | None:
+        """The simple statement of this function's own body that holds ``use``, or None."""
+        i = bisect.bisect_right(self.starts, _start(use)) - 1
+        return self.statements[i] if i >= 0 and _end(use) <= self.ends[i] else None
+
+    def declared(self) -> set[str]:
+        """Names declared ``global`` or ``nonlocal`` here or in a function nested here."""
+        if self._declared is None:
+            self._declared = set()
+            for node in ast.walk(self.func):
+                if isinstance(node, (ast.Global, ast.Nonlocal)):
+                    self._declared.update(node.names)
+        return self._declared
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
 
 
 _LINES: weakref.WeakKeyDictionary[ast.AST, _Lines] = weakref.WeakKeyDictionary()
@@ -86,8 +109,8 @@ def assigned_just_before(func: ast.AST | None, use: ast.Name) -> ast.expr | None
     lines = _LINES.get(func)
     if lines is None:
         lines = _LINES[func] = _Lines(func)
-    stmt = lines.holder.get(id(use))
-    if stmt is None or use.id in lines.declared:
+    stmt = lines.holder(use)
+    if stmt is None:
         return None
     block, index = lines.where[id(stmt)]
     name = use.id
@@ -98,7 +121,7 @@ def assigned_just_before(func: ast.AST | None, use: ast.Name) -> ast.expr | None
             and isinstance(earlier.targets[0], ast.Name)
             and earlier.targets[0].id == name
         ):
-            return earlier.value
+            return None if name in lines.declared() else earlier.value
         if _binds(earlier, name):
             return None
     return None
