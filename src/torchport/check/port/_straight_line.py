@@ -28,10 +28,9 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 class _Lines:
     """One function's simple statements, by position, and the block and index of each."""
 
-    __slots__ = ("_declared", "ends", "func", "starts", "statements", "where")
+    __slots__ = ("_declared", "ends", "starts", "statements", "where")
 
     def __init__(self, func: ast.AST) -> None:
-        self.func = func
         self.where: dict[int, tuple[list[ast.stmt], int]] = {}
         self.statements: list[ast.stmt] = []
         self._declared: set[str] | None = None
@@ -59,11 +58,12 @@ class _Lines:
         i = bisect.bisect_right(self.starts, _start(use)) - 1
         return self.statements[i] if i >= 0 and _end(use) <= self.ends[i] else None
 
-    def declared(self) -> set[str]:
-        """Names declared ``global`` or ``nonlocal`` here or in a function nested here."""
+    def declared(self, func: ast.AST) -> set[str]:
+        """Names declared ``global`` or ``nonlocal`` in ``func`` (this table's function; not
+        held here: the table lives as long as the function, keyed by it) or nested in it."""
         if self._declared is None:
             self._declared = set()
-            for node in ast.walk(self.func):
+            for node in ast.walk(func):
                 if isinstance(node, (ast.Global, ast.Nonlocal)):
                     self._declared.update(node.names)
         return self._declared
@@ -121,7 +121,7 @@ def assigned_just_before(func: ast.AST | None, use: ast.Name) -> ast.expr | None
             and isinstance(earlier.targets[0], ast.Name)
             and earlier.targets[0].id == name
         ):
-            return None if name in lines.declared() else earlier.value
+            return None if name in lines.declared(func) else earlier.value
         if _binds(earlier, name):
             return None
     return None
