@@ -341,9 +341,10 @@ def _wilson_low(real: int, n: int, z: float = 1.96) -> float:
 
 
 def _manifest(sample: Path) -> Path:
-    """The manifest of a sample: precision_sample_X.csv <- precision_repos_round5X.json."""
+    """The manifest of a sample: precision_sample_X.csv <- precision_repos_round5X.json; a
+    later draw on the same repositories, precision_sample_X2.csv, reads X's manifest."""
     letter = sample.stem.removeprefix("precision_sample").lstrip("_").partition("_")[0]
-    return sample.parent / f"precision_repos_round5{letter}.json"
+    return sample.parent / f"precision_repos_round5{letter.rstrip('0123456789')}.json"
 
 
 def pool(mirror: Path, samples: list[Path], now: bool) -> None:
