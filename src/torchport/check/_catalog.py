@@ -431,7 +431,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "RuntimeCudaDeviceString",
         "runtime_cuda_device_string",
         "runtime-cuda-device-string",
-        True,
+        False,
         "device",
         "none",
         (
@@ -442,7 +442,6 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"format"}),
         None,
         None,
-        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP116",
@@ -761,14 +760,13 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "WholeModelSave",
         "whole_model_save",
         "whole-model-save",
-        True,
+        False,
         "safety",
         "none",
         ("Call",),
         frozenset({"save"}),
         None,
         None,
-        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP310",

@@ -30,7 +30,7 @@ class WholeModelSave(Rule):
     code = "TP309"
     name = "whole-model-save"
     intent = Intent.SAFETY
-    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
+    default = False  # by decision: check/_default_scope.LEFT_OFF
     message = (
         "pass `model.state_dict()` to `torch.save`: a whole pickled module loads only with "
         "`weights_only=False` or allow-listed classes"
