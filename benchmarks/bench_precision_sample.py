@@ -126,7 +126,8 @@ default run leaves the rules naming CUDA out: the file, or a block holding the l
 CUDA-only package or extension); ``tests/check/test_default_scope.py`` reads it
 with the samples to hold the default scope of every rule (check/_default_scope.py) to the
 90% bar: ``--scope benchmarks/data/precision_sample.csv
-benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t}.csv``.
+benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,v2,w,x,y}.csv``
+(samples A-Y; V's two uniform draws, V and V2, not its off-rule strata V_off and VO).
 """
 
 from __future__ import annotations
