@@ -126,7 +126,8 @@ default run leaves the rules naming CUDA out: the file, or a block holding the l
 CUDA-only package or extension); ``tests/check/test_default_scope.py`` reads it
 with the samples to hold the default scope of every rule (check/_default_scope.py) to the
 90% bar: ``--scope benchmarks/data/precision_sample.csv
-benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t}.csv``.
+benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,v2,w,x,y}.csv``
+(samples A-Y; V's two uniform draws, V and V2, not its off-rule strata V_off and VO).
 """
 
 from __future__ import annotations
@@ -341,9 +342,10 @@ def _wilson_low(real: int, n: int, z: float = 1.96) -> float:
 
 
 def _manifest(sample: Path) -> Path:
-    """The manifest of a sample: precision_sample_X.csv <- precision_repos_round5X.json."""
+    """The manifest of a sample: precision_sample_X.csv <- precision_repos_round5X.json; a
+    later draw on the same repositories, precision_sample_X2.csv, reads X's manifest."""
     letter = sample.stem.removeprefix("precision_sample").lstrip("_").partition("_")[0]
-    return sample.parent / f"precision_repos_round5{letter}.json"
+    return sample.parent / f"precision_repos_round5{letter.rstrip('0123456789')}.json"
 
 
 def pool(mirror: Path, samples: list[Path], now: bool) -> None:

@@ -52,12 +52,27 @@ def test_a_file_is_benchmark_code_by_its_folders_or_its_name(
     assert in_a_benchmark(sep.join([*folders, name])) is _oracle(folders, name)
 
 
-# TP307 is on outside test code (since samples A-T no default rule is on in the rest of the code
-# alone); TP104 everywhere; TP403 is off by default (_default_scope.LEFT_OFF), run when named.
+# One finding each of rules on everywhere (TP105), outside test code (TP402), off by default
+# (TP104, TP307, TP403; under the bar over samples A-Y): a default run reports each where its
+# rule's default contexts say (the scope itself is test_default_scope's), a named one everywhere.
 _SOURCE = (
-    'import torch\nstate = torch.hub.load_state_dict_from_url("u")\n'
+    "import torch\nfrom torch.autograd import Variable\n\n"
+    'state = torch.hub.load_state_dict_from_url("u")\ntorch.cuda.manual_seed(0)\n'
     "scaler = torch.cuda.amp.GradScaler()\nt = torch.cuda.FloatTensor(2)\n"
+    "v = Variable(x, volatile=True)\n"
 )
+_PROBED = {"TP104", "TP105", "TP307", "TP402", "TP403"}
+_BY_CODE = {rule.code: rule for rule in RULES}
+
+
+def _on_in(where: str) -> set[str]:
+    return {c for c in _PROBED if _BY_CODE[c].default and where in _BY_CODE[c].default_contexts}
+
+
+def test_the_probe_tells_the_contexts_apart() -> None:
+    # else the test below could not fail: some probed rule is on in one context and not another
+    assert _on_in(CODE) and _on_in(CODE) != _on_in(TEST)
+    assert _on_in(BENCH) != _on_in(TEST) and _PROBED - _on_in(CODE)
 
 
 # A module named like a pytest test (``test_*.py``) is left out here: TP301 reads such a module
@@ -74,16 +89,18 @@ def test_a_default_run_leaves_benchmark_code_to_the_rules_judged_there(
     path = "/".join([*folders, *(["tests"] if in_tests else []), name])
     where = TEST if in_tests else BENCH if _oracle(folders, name) else CODE
     found = {f.code for f in check_source(_SOURCE, path)}
-    assert found == {"TP104", "TP307"} - ({"TP307"} if where not in {CODE, BENCH} else set())
+    assert found == _on_in(where)
     named = check_source(_SOURCE, path, select=["TP1", "TP3", "TP4"])
-    assert {"TP104", "TP307", "TP403"} <= {f.code for f in named}
+    assert {f.code for f in named} == _PROBED
 
 
 def test_a_test_under_a_benchmarks_folder_is_test_code() -> None:
-    # TP307 is on in benchmark code, off in test code: a pytest module there is a test
-    source = 'import pytest\nimport torch\n\nstate = torch.hub.load_state_dict_from_url("u")\n'
-    assert [f.code for f in check_source(source, "benchmarks/bench_io.py")] == ["TP307"]
-    assert [f.code for f in check_source(source, "src/io.py")] == ["TP307"]
+    # TP402 is on in benchmark code, off in test code: a pytest module there is a test
+    assert {BENCH, CODE} <= _BY_CODE["TP402"].default_contexts
+    assert TEST not in _BY_CODE["TP402"].default_contexts
+    source = "import pytest\nimport torch\n\ntorch.cuda.manual_seed(0)\n"
+    assert [f.code for f in check_source(source, "benchmarks/bench_io.py")] == ["TP402"]
+    assert [f.code for f in check_source(source, "src/io.py")] == ["TP402"]
     assert not check_source(source, "benchmarks/test_layers.py")
 
 
@@ -96,10 +113,10 @@ def test_every_rule_names_its_default_contexts_among_the_three() -> None:
 def test_a_benchmark_file_with_tests_in_it_is_decided_node_by_node() -> None:
     # The path's answer is kept per file (asked per node and rule): a test function's nodes
     # are still test code, the module level's benchmark code, in either order.
-    load = 'torch.hub.load_state_dict_from_url("u")'
-    source = f"import pytest\nimport torch\n\n\ndef test_io():\n    {load}\n\n\nstate = {load}\n"
+    seed = "torch.cuda.manual_seed(0)"  # TP402: on in benchmark code, off in test code
+    source = f"import pytest\nimport torch\n\n\ndef test_io():\n    {seed}\n\n\n{seed}\n"
     found = check_source(source, "benchmarks/bench_io.py")
-    assert [(f.code, f.line) for f in found] == [("TP307", 9)]
-    flipped = f"import pytest\nimport torch\n\nstate = {load}\n\n\ndef test_io():\n    {load}\n"
+    assert [(f.code, f.line) for f in found] == [("TP402", 9)]
+    flipped = f"import pytest\nimport torch\n\n{seed}\n\n\ndef test_io():\n    {seed}\n"
     found = check_source(flipped, "benchmarks/bench_io.py")
-    assert [(f.code, f.line) for f in found] == [("TP307", 4)]
+    assert [(f.code, f.line) for f in found] == [("TP402", 4)]

@@ -48,9 +48,10 @@ print(json.dumps(results))
 # "sample J"), is selected beside the default rules, as `--extend-select TP201` would; so are
 # TP401 and TP406, off by default for their precision on real code (sample O) since branch j34k.
 # TP101-TP103, TP301, TP302 and TP407 left the default set by the judged-precision policy
-# (check/_default_scope.py, branch d34): these scripts are what they fix, so they are named.
+# (check/_default_scope.py, branch d34), TP104 and TP307 with samples A-Y (branch f34p): these
+# scripts are what they fix, so they are named.
 SELECT = [*(rule.code for rule in RULES if rule.default), "TP201", "TP401", "TP406"]
-SELECT += ["TP101", "TP102", "TP103", "TP301", "TP302", "TP407"]
+SELECT += ["TP101", "TP102", "TP103", "TP104", "TP301", "TP302", "TP307", "TP407"]
 
 
 def fixed_source(name: str) -> str:

@@ -53,7 +53,7 @@ class CreateThenMove(Rule):
     code = "TP106"
     name = "create-then-move"
     intent = Intent.SPEED
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = "pass `device=` to the factory to create the tensor where it is used, not move it"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

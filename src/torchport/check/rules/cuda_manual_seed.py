@@ -40,6 +40,7 @@ class CudaManualSeed(Rule):
     code = "TP402"
     name = "cuda-manual-seed"
     intent = Intent.DEVICE
+    default_contexts = frozenset({"code", "bench"})  # judged: check/_default_scope.py
     message = "call `torch.manual_seed(seed)`, which seeds every device, not the CUDA-only seed"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

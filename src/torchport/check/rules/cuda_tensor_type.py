@@ -62,7 +62,7 @@ class CudaTensorType(Rule):
     code = "TP111"
     name = "cuda-tensor-type"
     intent = Intent.DEVICE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = (
         "use a dtype and your `device` (`x.to(device, torch.float32)`, "
         "`torch.zeros(n, dtype=..., device=device)`) instead of a CUDA tensor type"

@@ -31,7 +31,7 @@ class DataParallel(Rule):
     code = "TP405"
     name = "data-parallel"
     intent = Intent.DEVICE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = "use `DistributedDataParallel`, one process per device (torchrun), not `DataParallel`"
     node_types = (ast.Call,)
     call_attrs = _TAILS

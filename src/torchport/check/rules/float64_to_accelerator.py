@@ -42,7 +42,7 @@ class Float64ToAccelerator(Rule):
     code = "TP108"
     name = "float64-to-accelerator"
     intent = Intent.DEVICE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = "use float32 on the device (MPS has no float64) or keep the float64 work on the CPU"
     node_types = (ast.Call,)
     # `.to(...)`, `.double()`, `.cuda()`; any other call only with `device=`

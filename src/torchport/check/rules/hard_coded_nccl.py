@@ -32,7 +32,7 @@ class HardCodedNccl(Rule):
     code = "TP404"
     name = "hard-coded-nccl"
     intent = Intent.DEVICE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = (
         "pass `backend=torch.distributed.get_default_backend_for_device(device)` "
         "instead of hard-coding NCCL"

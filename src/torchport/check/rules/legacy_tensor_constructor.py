@@ -32,6 +32,7 @@ class LegacyTensorConstructor(Rule):
     code = "TP104"
     name = "legacy-tensor-constructor"
     intent = Intent.DEVICE
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = (
         "use `torch.tensor(data, dtype=..., device=...)` or `torch.empty(*sizes, dtype=..., "
         "device=...)` instead of the CUDA-only legacy typed constructor"

@@ -57,7 +57,7 @@ class LoadWithoutMapLocation(Rule):
     code = "TP301"
     name = "load-without-map-location"
     intent = Intent.DEVICE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
     message = 'pass `map_location=device` (or `"cpu"`) so checkpoints load on any machine'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

@@ -36,7 +36,7 @@ class RuntimeCudaDeviceString(Rule):
         "use `torch.device(device.type, index)` with one `device` chosen from `torch.accelerator` "
         "instead of building a CUDA device string"
     )
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default = False  # by decision: check/_default_scope.LEFT_OFF
     node_types = (ast.JoinedStr, ast.BinOp, ast.Call)
     call_attrs = frozenset({"format"})  # `"cuda:{}".format(i)`
     valid = (

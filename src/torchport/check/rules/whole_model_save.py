@@ -25,15 +25,12 @@ class WholeModelSave(Rule):
     class with `torch.serialization.add_safe_globals`. A `state_dict()` holds
     tensors only: it loads with the safe default anywhere, into whatever model
     code you have then.
-
-    ## Why is it off by default?
-    Under 90% real on the judged samples (6 of 7); `--extend-select TP309` runs it as before.
     """
 
     code = "TP309"
     name = "whole-model-save"
     intent = Intent.SAFETY
-    default = False
+    default = False  # by decision: check/_default_scope.LEFT_OFF
     message = (
         "pass `model.state_dict()` to `torch.save`: a whole pickled module loads only with "
         "`weights_only=False` or allow-listed classes"
