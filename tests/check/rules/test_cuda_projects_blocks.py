@@ -47,6 +47,9 @@ IMPORTS = {
     "import tensorrt as trt": True,
     "from gsplat import rasterization": True,
     "import mamba_ssm": True,
+    "import flashinfer": True,  # attention kernels for CUDA (and ROCm, still "cuda")
+    "from flash_attn import flash_attn_func": True,
+    "from flash_attention import attention": False,  # another package, by its name
     "from utils import apex": False,  # a module of the project named like the package
     "import amp_C_helpers": False,
     "import deepspeed": False,  # runs on CPU, XPU and NPU accelerators too
@@ -102,3 +105,12 @@ def test_a_default_run_leaves_code_after_a_cuda_only_import_in_its_block(
     assert (code in default) != needs, source
     named = check_text(source, "m.py", ruleset_for([code], None)).findings
     assert [f.code for f in named] == [code], source  # named, the rule reports it all the same
+
+
+def test_every_cuda_only_package_in_the_table_is_drawn_before_the_line_at_least_once() -> None:
+    """The draw above may miss an entry; each True entry, placed before the line, is asked here."""
+    for imported, needs in IMPORTS.items():
+        for code, line in LINES.items():
+            source = program([], 0, "before", imported, line)
+            default = [f.code for f in check_text(source, "m.py", ruleset_for(None, None)).findings]
+            assert (code in default) != needs, source

@@ -127,6 +127,7 @@ CUDA_PACKAGES = frozenset(
         # instances only (sample V's vendored transformers, `smp.local_rank()` then
         # `torch.device("cuda", local_rank)`)
         "smdistributed",
+        *("flashinfer", "flash_attn"),  # attention kernels (sample Z's ktransformers)
     }
 )
 # apex's parts built on its CUDA kernels (fused optimizers and norms, ``apex.contrib``), not

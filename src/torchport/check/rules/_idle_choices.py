@@ -15,9 +15,10 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   default, if any, a constant; never rebound there) and whose only CUDA is NVTX's
   annotations (``torch.cuda.nvtx.range_push(tag)``; sample Y's N1, pytorch-pfn-extras'
   ``record(use_cuda=False)``): the caller decides, and the branch marks a profiler range,
-  picking no device and placing nothing. A flag bound in the function (``use_cuda =
-  torch.cuda.is_available()``) or a branch naming CUDA otherwise (``.cuda()``, ``"cuda"``,
-  ``torch.cuda.synchronize()``) keeps the finding.
+  picking no device and placing nothing (waiting for CUDA beside them,
+  ``torch.cuda.synchronize()``, places nothing either). A flag bound in the function
+  (``use_cuda = torch.cuda.is_available()``) or a branch naming CUDA otherwise (``.cuda()``,
+  ``"cuda"``, ``torch.cuda.Stream()``) keeps the finding.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NVTX = "torch.cuda.nvtx"
+_SYNCHRONIZE = "torch.cuda.synchronize"
 
 
 def _annotates_on_request(node: ast.If, ctx: Context) -> bool:
@@ -77,8 +79,8 @@ def _only_nvtx(body: list[ast.stmt], ctx: Context) -> bool:
         sub = todo.pop()
         if isinstance(sub, (ast.Attribute, ast.Name)):
             name = ctx.qualname(sub) or ""
-            if name == _NVTX or name.startswith(f"{_NVTX}."):
-                continue  # the whole chain is NVTX's
+            if name in (_NVTX, _SYNCHRONIZE) or name.startswith(f"{_NVTX}."):
+                continue  # the whole chain is NVTX's, or a wait for CUDA
             if name.startswith("torch.cuda") or getattr(sub, "attr", None) == "cuda":
                 return False
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "cuda" in sub.value:

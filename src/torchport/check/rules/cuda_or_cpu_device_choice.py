@@ -26,11 +26,10 @@ class CudaOrCpuDeviceChoice(Rule):
     `if torch.cuda.is_available(): model.cuda()`. The CUDA code inside such a branch is not
     reported by TP101 or TP401: this rule reports the choice once, spanning the CUDA branch. A
     branch naming no CUDA device or API (a dtype choice, building a CUDA extension, CUDA's RNG
-    state) or only asking CUDA questions (its memory statistics, `mem =
-    torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`, `empty_cache()`) is no
-    device choice and is left alone, as are
-    `assert torch.cuda.is_available()` and chains that also test MPS or XPU
-    (`elif torch.backends.mps.is_available():`).
+    state), only asking CUDA questions (`mem = torch.cuda.memory_reserved() if
+    torch.cuda.is_available() else 0`, `empty_cache()`) or waiting for it around a timer
+    (`synchronize()`) is no device choice and is left alone, as are `assert
+    torch.cuda.is_available()` and chains also testing MPS or XPU (`elif torch.backends.mps...`).
 
     Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`, a module pytest
     collects (`test_*.py`, `*_test.py`) or a file in a `testing` folder that imports `pytest` or
@@ -83,6 +82,7 @@ class CudaOrCpuDeviceChoice(Rule):
         'else torch.device("cpu")\n',
         'import torch\n\ndt = "bf16" if torch.cuda.is_available() else "fp16"\n',
         "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
+        "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
         "import torch\n\nif torch.cuda.is_available():\n    d = 'cuda'\n"
         "elif torch.backends.mps.is_available():\n    d = 'mps'\n",
         "import torch\n\nassert torch.cuda.is_available()\n",
@@ -144,7 +144,7 @@ def _chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     if not tests_cuda(node.test, ctx):
         return False
     falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
-    if not (falls_back or moves_to_cuda(node, ctx)):
+    if not (falls_back or moves_to_cuda(node, ctx, timing=True)):
         return False
     if tests_other_accelerators(node, ctx):
         return False  # `elif torch.backends.mps.is_available():` already looks further
