@@ -278,10 +278,70 @@ def device_of_the_inputs(
         return None
     if not _init_holds_weights(cls, facts):
         return None
+    if may_run_in_a_base_init(method.name, cls, facts):
+        return None  # a hook a base class's `__init__` calls: no parameters yet
     return PARAMETERS_DEVICE
 
 
 PARAMETERS_DEVICE = "next(self.parameters()).device"
+
+
+def may_run_in_a_base_init(name: str, cls: ast.ClassDef, facts: PortFacts) -> bool:
+    """Whether the ``__init__`` of a base class of ``cls`` may call ``self.<name>(...)``
+    while the module is being made, before it has a parameter (``next(self.parameters())``
+    raises ``StopIteration`` there, on the CPU too).
+
+    A base's ``__init__`` runs when ``cls`` has none of its own, or when its own calls
+    ``super().__init__(...)`` or ``Base.__init__(self, ...)``. A base of this file answers
+    by its ``__init__`` chain (and its own bases); torch's classes, ``object``, ``ABC``
+    and mixins call no method of the subclass; any other base (another file's,
+    ``from .base import BaseAutoencoder``) is not seen, and a method nothing in this file
+    calls is then taken for one of its hooks (``self._build_encoder(...)`` in
+    ``BaseAutoencoder.__init__``, overridden here), which the base's ``__init__`` may call.
+
+    Answered once per (class, method) of the file.
+    """
+    memo = _memo(facts.ctx, "module.run_by_a_base_init")
+    answers = memo.setdefault(id(cls), {})
+    found = answers.get(name)
+    if found is None:
+        found = answers[name] = _run_by_a_base_init(name, cls, facts, set())
+    return bool(found)
+
+
+def _run_by_a_base_init(name: str, cls: ast.ClassDef, facts: PortFacts, seen: set[int]) -> bool:
+    if id(cls) in seen:
+        return False
+    seen.add(id(cls))
+    init = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None
+    )
+    if init is not None and not _calls_a_base_init(init):
+        return False
+    ctx = facts.ctx
+    local = {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
+    for base in cls.bases:
+        qualname = facts.known.qualname(base) or ""
+        if qualname.startswith("torch.") or not _may_hold_weights(base, qualname):
+            continue  # torch's, `object`, `ABC`, a mixin: calls no method of the subclass
+        shown = local.get(base.id) if isinstance(base, ast.Name) else None
+        if shown is not None and shown is not cls:
+            if name in init_chain(shown)[2] or _run_by_a_base_init(name, shown, facts, seen):
+                return True
+            continue
+        if not _attributes_named(name, ctx):
+            return True  # a base not shown here, and a method this file never calls: a hook
+    return False
+
+
+def _calls_a_base_init(init: ast.FunctionDef) -> bool:
+    """``super().__init__(...)`` or ``Base.__init__(self, ...)`` in ``init``."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+        for n in ast.walk(init)
+    )
+
+
 _NO_WEIGHTS = frozenset({"torch.nn.Module", "abc.ABC", "typing.Generic", "object"})
 
 
