@@ -136,7 +136,7 @@ def test_a_hook_a_base_init_runs_gets_no_device_of_the_parameters(
             regions.append(region)
             left.append({f.line for f in result.remaining if Path(f.path).name == "program.py"})
             jobs.append(
-                tuple(str(f / "program.py") for f in folders) + (str(folders[0]), str(folders[1]))
+                (*(str(f / "program.py") for f in folders), str(folders[0]), str(folders[1]))
             )
         results = in_a_child(_CHILD, jobs)
     for case, (cpu, ported_cpu, sim), found, region in zip(
