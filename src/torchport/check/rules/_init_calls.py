@@ -159,11 +159,10 @@ def self_calls_of_init(cls: ast.ClassDef) -> frozenset[str]:
 
 
 def returns_a_built_module(method: ast.FunctionDef, builds: Callable[[ast.Call], bool]) -> bool:
-    """Whether ``method`` returns what it builds: a call ``builds`` answers for is in the
-    value of one of its ``return`` statements (``return nn.Sequential(nn.Linear(n, 3))``)."""
+    """Whether ``method`` returns what it builds: one of its ``return`` statements gives a call
+    ``builds`` answers for (``return nn.Sequential(nn.Linear(n, 3))``), not a value that
+    merely holds one (``return {"loss": loss, "n": torch.tensor(2)}``, a step's result)."""
     return any(
-        isinstance(r, ast.Return)
-        and r.value is not None
-        and any(isinstance(n, ast.Call) and builds(n) for n in ast.walk(r.value))
+        isinstance(r, ast.Return) and isinstance(r.value, ast.Call) and builds(r.value)
         for r in ast.walk(method)
     )
