@@ -10,8 +10,15 @@ import ast
 from collections import Counter
 
 from torchport.check._context import Context
-from torchport.check.rules._init_calls import init_chain, words
-from torchport.check.rules._port import PortFacts, is_move, port_facts
+from torchport.check.rules._init_calls import (
+    base_init_may_call,
+    init_chain,
+    may_hold_weights,
+    returns_a_built_module,
+    self_calls_of_init,
+    words,
+)
+from torchport.check.rules._port import PortFacts, creators, is_move, port_facts
 from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -278,17 +285,30 @@ def device_of_the_inputs(
         return None
     if not _init_holds_weights(cls, facts):
         return None
+    if may_run_in_a_base_init(method, cls, facts):
+        return None  # a hook a base class's `__init__` calls: no parameters yet
     return PARAMETERS_DEVICE
 
 
 PARAMETERS_DEVICE = "next(self.parameters()).device"
-_NO_WEIGHTS = frozenset({"torch.nn.Module", "abc.ABC", "typing.Generic", "object"})
 
 
-def _may_hold_weights(base: ast.expr, name: str | None) -> bool:
-    """Whether an ``__init__`` inherited from ``base`` may build weights."""
-    tail = str(getattr(base, "id", None) or getattr(base, "attr", ""))
-    return name not in _NO_WEIGHTS and tail not in ("object", "ABC") and not tail.endswith("Mixin")
+def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: PortFacts) -> bool:
+    """:func:`base_init_may_call` (once per class and method); a base of another file's hook is
+    a method the file never calls that returns a module or tensor it makes (``_build_encoder``)."""
+    answers = _memo(facts.ctx, "module.run_by_a_base_init").setdefault(id(cls), {})
+    if method.name not in answers:
+        ctx, known = facts.ctx, facts.known
+        made = frozenset().union(*creators())  # `torch.ones(n)`
+        hook = not _attributes_named(method.name, ctx) and returns_a_built_module(
+            method,
+            lambda n: (
+                ctx.qualname(n.func) in made or (known.constructor(n) and not known.stateless(n))
+            ),
+        )
+        classes = {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]
+        answers[method.name] = base_init_may_call(method.name, cls, classes, known.qualname, hook)
+    return bool(answers[method.name])
 
 
 def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
@@ -309,7 +329,7 @@ def _init_builds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     known = facts.known
     if not any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
         # inherited: from `nn.Module`, `ABC` or a mixin, no weights; from another base, maybe
-        return any(_may_hold_weights(b, known.qualname(b)) for b in cls.bases)
+        return any(may_hold_weights(b, known.qualname(b)) for b in cls.bases)
     for stmt in _run_by_init(cls, facts.ctx)[0].values():
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
@@ -360,23 +380,8 @@ def _called_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
     memo = _memo(ctx, "module.called_by_init")
     called = memo.get(id(cls))
     if called is None:
-        called = memo[id(cls)] = _self_calls_of_init(cls)
+        called = memo[id(cls)] = self_calls_of_init(cls)
     return name in called
-
-
-def _self_calls_of_init(cls: ast.ClassDef) -> frozenset[str]:
-    """The names ``self.<name>(...)`` the first ``__init__`` in ``cls``'s body calls."""
-    for stmt in cls.body:
-        if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
-            return frozenset(
-                n.func.attr
-                for n in ast.walk(stmt)
-                if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and isinstance(n.func.value, ast.Name)
-                and n.func.value.id == "self"
-            )
-    return frozenset()
 
 
 def _sees_the_parameter(name: ast.Name, facts: PortFacts) -> bool:
