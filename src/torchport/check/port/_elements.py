@@ -13,6 +13,7 @@ import ast
 import builtins
 from collections.abc import Callable
 
+from torchport.check.port._loop_items import named_items
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._value_kind import Elements, Kind, flat, join
 from torchport.check.semantic import ScopeMap
@@ -130,6 +131,11 @@ class ElementKinds:
         if isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return self.kind_of(iterable.elt)
         kind = self.kind_of(iterable)
+        if isinstance(iterable, ast.Name) and kind in (Kind.OTHER, Kind.UNKNOWN):
+            # `nets = [a, b]` (`.append`ed to): its items' kinds; handed on: not sure
+            named = named_items(self.scopes, iterable, strict=kind is Kind.UNKNOWN)
+            if named is not None:
+                return join(self.kind_of(e) for e in named) if named else Kind.OTHER
         if kind is Kind.LOADER:
             return Kind.BATCH
         if kind in (Kind.TENSOR, Kind.DEVICE, Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):

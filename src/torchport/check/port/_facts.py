@@ -52,6 +52,7 @@ from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, Po
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._global_values import share_globals
 from torchport.check.port._instances import HostMethods, converted_inputs
+from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._module_functions import own_tensor_functions
 from torchport.check.port._project_view import project_of
@@ -264,6 +265,7 @@ class PortFacts:
             ]
             returns.append((name, scope, values))
         returns += self._inner_factory_returns()
+        loops = loop_candidates(self.ctx.scopes, searched)  # `for net in zip(nets, ...)`
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.
@@ -271,12 +273,16 @@ class PortFacts:
             known = self._models_known()
             for scope in searched:
                 self._scope_models(scope)
+            mark_loop_models(self.ctx.scopes, loops, self._builds_where)
             self._params_from_calls(calls)
             for name, scope, values in returns:
                 if any(self.builds_model(value, scope) for value in values):
                     self.known.factories.add(name)
             if self._models_known() == known:
                 return
+
+    def _builds_where(self, expr: ast.expr) -> bool:
+        return self.builds_model(expr, self.scope_of.get(id(expr), self.module))
 
     def _inner_factory_returns(self) -> list[tuple[str, PortScope, list[ast.expr]]]:
         """``(name, scope, returned values)`` of the file's other plain functions that may
