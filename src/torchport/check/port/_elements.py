@@ -18,7 +18,7 @@ from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._value_kind import Elements, Kind, flat, join
 from torchport.check.semantic import ScopeMap
 
-__all__ = ["ElementKinds", "is_builtin"]
+__all__ = ["ElementKinds", "is_builtin", "position_kind"]
 
 _ITER_WRAPPERS = frozenset(
     {"iter", "tqdm", "islice", "cycle", "reversed", "sorted", "list", "tuple"}
@@ -180,3 +180,19 @@ class ElementKinds:
             else:
                 return None
         return items
+
+
+def position_kind(target: ast.Tuple, name: ast.Name, returned: tuple[Elements, ...]) -> Kind:
+    """What ``name`` of ``target`` takes from a tuple of ``returned`` kinds: by its position,
+    counted from the end after a starred name (``a, *rest, b``); the starred name, a
+    nested one, or a target whose length cannot be the tuple's: not sure."""
+    elts = target.elts
+    index = next((i for i, e in enumerate(elts) if e is name), None)
+    star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
+    if index is None or (star is None and len(elts) != len(returned)):
+        return Kind.UNKNOWN
+    if star is not None:
+        if len(elts) - 1 > len(returned):
+            return Kind.UNKNOWN
+        index = index if index < star else len(returned) - (len(elts) - index)
+    return flat(returned[index])
