@@ -301,8 +301,8 @@ class _Planner:
                 if isinstance(returned, tuple)
                 else self.kinds.unpacking.target(name_node)
             )
-            if known in _LEFT:
-                continue
+            if known in _LEFT or (returned is not None and known not in _MOVED):
+                continue  # (not sure of a helper's item: where it meets the model says so)
             self.plan.covered.add((id(node), name))
             if known not in _MOVED:
                 self.plan.unportable[(id(node), name)] = (

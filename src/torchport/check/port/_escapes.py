@@ -314,8 +314,9 @@ def _reads_followed(reads: list[ast.expr], facts: PortFacts) -> bool:
 
 def _appended_models(node: ast.Call, facts: PortFacts, scope: PortScope) -> list[ast.expr]:
     """The models ``node`` (``nets.append(net)``, ``.insert``, ``.extend([...])``) puts in
-    a list whose reads the port does not all follow (:func:`_list_followed`); not a list
-    only made into a model (``layers.append(nn.Linear(..))``, ``nn.Sequential(*layers)``)."""
+    a list a loop of the file iterates, whose reads the port does not all follow
+    (:func:`_list_followed`: ``run_all(nets)`` too). A list no loop reads (``layers`` of
+    ``nn.Sequential(*layers)``, one returned) is left as before (not reported)."""
     func = node.func
     if not (
         isinstance(func, ast.Attribute)
@@ -324,33 +325,20 @@ def _appended_models(node: ast.Call, facts: PortFacts, scope: PortScope) -> list
     ):
         return []
     added = node.args[-1:] if func.attr != "extend" else node.args[:1]
-    if added and isinstance(added[0], (ast.List, ast.Tuple)):
+    if added and func.attr == "extend" and isinstance(added[0], (ast.List, ast.Tuple)):
         added = list(added[0].elts)
     models = [a for a in added if facts.builds_model(a, scope)]
     if not models:
         return []
     scopes = facts.ctx.scopes
     name = func.value
+    bound = scopes.resolve(name.id, name)
+    reads = [r for r in facts.loads_of(name.id) if scopes.resolve(name.id, r) is bound]
+    if not any(loop_target(scopes, r) is not None for r in reads):
+        return []  # (a list no loop of the file takes its models out of: left as before)
     found = scopes.bindings(name.id, name)
-    if len(found) == 1 and isinstance(found[0].node, ast.Name):
-        if _list_followed(found[0].node, facts):
-            return []
-        bound = scopes.resolve(name.id, name)
-        reads = [r for r in facts.loads_of(name.id) if scopes.resolve(name.id, r) is bound]
-        if all(_into_a_model(r, facts, scope) for r in reads):
-            return []
-    return models
-
-
-def _into_a_model(read: ast.expr, facts: PortFacts, scope: PortScope) -> bool:
-    """``layers.append(m)``, or ``nn.Sequential(*layers)``/``nn.ModuleList(layers)``: a read
-    that adds to the list or makes a model of it."""
-    holder = facts.ctx.scopes.parent(read)
-    if isinstance(holder, ast.Attribute) and holder.attr in ("append", "insert", "extend"):
-        return True
-    if isinstance(holder, ast.Starred):
-        holder = facts.ctx.scopes.parent(holder)
-    return isinstance(holder, ast.Call) and facts.builds_model(holder, scope)
+    followed = len(found) == 1 and isinstance(found[0].node, ast.Name)
+    return [] if followed and _list_followed(found[0].node, facts) else models  # type: ignore[arg-type]
 
 
 def _worker_arguments(node: ast.expr, facts: PortFacts, scope: PortScope) -> bool:
