@@ -34,7 +34,9 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
 _LOOP_CLASSES = frozenset(_LOOPS)
 
 
-def _builtin(scopes: ScopeMap, call: ast.AST, names: frozenset[str] | set[str]) -> str | None:
+def _builtin(
+    scopes: ScopeMap, call: ast.AST | None, names: frozenset[str] | set[str]
+) -> str | None:
     """The builtin of ``names`` that ``call`` calls (not one the file binds), else None."""
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
