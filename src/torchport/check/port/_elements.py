@@ -37,13 +37,19 @@ class ElementKinds:
     """The kinds of what a value yields when iterated or unpacked (see the module docstring).
 
     ``kind_of`` is what an expression evaluates to where it stands; ``callers``
-    tells what the file's functions return (``a, b = split(x)``).
+    tells what the file's functions return (``a, b = split(x)``); ``loads`` every
+    read of a name (the scope map's by default).
     """
 
     def __init__(
-        self, scopes: ScopeMap, kind_of: Callable[[ast.expr], Kind], callers: CallerKinds
+        self,
+        scopes: ScopeMap,
+        kind_of: Callable[[ast.expr], Kind],
+        callers: CallerKinds,
+        loads: Callable[[str], list[ast.Name]] | None = None,
     ) -> None:
         self.scopes = scopes
+        self.loads = loads or scopes.loads_of  # every read of a name (the port's walk's)
         self.kind_of = kind_of
         self.callers = callers
 
@@ -133,7 +139,9 @@ class ElementKinds:
         kind = self.kind_of(iterable)
         if isinstance(iterable, ast.Name) and kind in (Kind.OTHER, Kind.UNKNOWN):
             # `nets = [a, b]` (`.append`ed to): its items' kinds; handed on: not sure
-            named = named_items(self.scopes, iterable, strict=kind is Kind.UNKNOWN)
+            named = named_items(
+                self.scopes, iterable, strict=kind is Kind.UNKNOWN, loads=self.loads
+            )
             if named is not None:
                 return join(self.kind_of(e) for e in named) if named else Kind.OTHER
         if kind is Kind.LOADER:

@@ -283,7 +283,7 @@ def _only_looped_over(node: ast.expr, facts: PortFacts) -> bool:
 def _list_followed(name: ast.Name, facts: PortFacts) -> bool:
     """Every read of the list ``name`` names is one :func:`_reads_followed` allows."""
     scopes = facts.ctx.scopes
-    if named_items(scopes, name, strict=True) is None:
+    if named_items(scopes, name, strict=True, loads=facts.loads_of) is None:
         return False  # handed on, or items put in some other way
     bound = scopes.resolve(name.id, name)
     return _reads_followed(

@@ -265,7 +265,9 @@ class PortFacts:
             ]
             returns.append((name, scope, values))
         returns += self._inner_factory_returns()
-        loops = loop_candidates(self.ctx.scopes, searched)  # `for net in zip(nets, ...)`
+        loops = loop_candidates(
+            self.ctx.scopes, searched, self.loads_of
+        )  # `for net in zip(nets, ...)`
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.

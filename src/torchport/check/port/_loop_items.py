@@ -32,6 +32,7 @@ _ADDS = frozenset({"append", "insert", "extend"})
 _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 _LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
 _LOOP_CLASSES = frozenset(_LOOPS)
+Loads = Callable[[str], list[ast.Name]]
 
 
 def _builtin(
@@ -56,8 +57,11 @@ def _display_items(display: ast.expr) -> list[ast.expr] | None:
     return list(display.elts)
 
 
-def named_items(scopes: ScopeMap, name: ast.Name, *, strict: bool) -> list[ast.expr] | None:
-    """The items the list ``name`` names may hold, or None (see the module docstring)."""
+def named_items(
+    scopes: ScopeMap, name: ast.Name, *, strict: bool, loads: Loads
+) -> list[ast.expr] | None:
+    """The items the list ``name`` names may hold, or None (see the module docstring).
+    ``loads`` gives every read of a name (the port's walk's: no second walk of the file)."""
     found = scopes.bindings(name.id, name)
     if not found:
         return None
@@ -68,7 +72,7 @@ def named_items(scopes: ScopeMap, name: ast.Name, *, strict: bool) -> list[ast.e
             return None
         items += shown
     bound = scopes.resolve(name.id, name)
-    for read in scopes.loads_of(name.id):
+    for read in loads(name.id):
         if scopes.resolve(name.id, read) is not bound:
             continue
         holder = scopes.parent(read)
@@ -164,7 +168,7 @@ def _zip_lengths(scopes: ScopeMap, iterable: ast.expr) -> list[int]:
     return lengths
 
 
-def target_items(scopes: ScopeMap, target: ast.Name) -> list[ast.expr] | None:
+def target_items(scopes: ScopeMap, target: ast.Name, loads: Loads) -> list[ast.expr] | None:
     """The expressions the loop target ``target`` may be bound to (module docstring)."""
     path: list[tuple[int, int]] = []  # (position, length) from the name outwards
     child: ast.AST = target
@@ -176,11 +180,11 @@ def target_items(scopes: ScopeMap, target: ast.Name) -> list[ast.expr] | None:
         child, holder = holder, scopes.parent(holder)
     if not (isinstance(holder, _LOOPS) and holder.target is child):
         return None
-    return _iterated(scopes, holder.iter, path[::-1])
+    return _iterated(scopes, holder.iter, path[::-1], loads)
 
 
 def _iterated(
-    scopes: ScopeMap, iterable: ast.expr, path: list[tuple[int, int]]
+    scopes: ScopeMap, iterable: ast.expr, path: list[tuple[int, int]], loads: Loads
 ) -> list[ast.expr] | None:
     """The items at ``path`` (outermost position first) of what iterating gives."""
     which = _builtin(scopes, iterable, {"zip", "enumerate", *_SAME_ITEMS})
@@ -192,23 +196,23 @@ def _iterated(
                 return None
             if not path or path[0][1] != len(args):
                 return None
-            return _iterated(scopes, args[path[0][0]], path[1:])
+            return _iterated(scopes, args[path[0][0]], path[1:], loads)
         if which == "enumerate":
             if not args or not path or path[0] != (1, 2):
                 return None  # (the count is a number: nothing this answers)
-            return _iterated(scopes, args[0], path[1:])
+            return _iterated(scopes, args[0], path[1:], loads)
         if len(args) != 1 or iterable.keywords:
             return None
-        return _iterated(scopes, args[0], path)
+        return _iterated(scopes, args[0], path, loads)
     if path:
         return None  # an item unpacked (`for a, b in pairs`): not followed
     if isinstance(iterable, ast.Name):
-        return named_items(scopes, iterable, strict=False)
+        return named_items(scopes, iterable, strict=False, loads=loads)
     return _display_items(iterable)
 
 
 def loop_candidates(
-    scopes: ScopeMap, port_scopes: list[PortScope]
+    scopes: ScopeMap, port_scopes: list[PortScope], loads: Loads
 ) -> list[tuple[PortScope, ast.Name, list[ast.expr]]]:
     """``(scope, target name, items)`` of each loop or comprehension target of
     ``port_scopes`` that :func:`target_items` answers for (with one item or more)."""
@@ -219,7 +223,7 @@ def loop_candidates(
                 continue
             for name in ast.walk(node.target):  # type: ignore[attr-defined]
                 if isinstance(name, ast.Name):
-                    items = target_items(scopes, name)
+                    items = target_items(scopes, name, loads)
                     if items:
                         found.append((scope, name, items))
     return found
