@@ -264,7 +264,7 @@ def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
 
 
 def _only_looped_over(node: ast.expr, facts: PortFacts) -> bool:
-    """A literal (or the one name bound to it) read only by loops whose target at its
+    """A literal (or a name bound to it alone) read only by loops whose target at its
     position the port knows is a model (``nets = [a, b]``, ``for net, opt in zip(nets,
     opts): net(x)``: :mod:`~torchport.check.port._loop_items`), by ``len``/``in``, or
     added to with ``.append``/``.insert``/``.extend``: each forward there is followed."""

@@ -265,9 +265,8 @@ class PortFacts:
             ]
             returns.append((name, scope, values))
         returns += self._inner_factory_returns()
-        loops = loop_candidates(
-            self.ctx.scopes, searched, self.loads_of
-        )  # `for net in zip(nets, ...)`
+        # `for net in zip(nets, ...)`: a target of listed models is one
+        loops = loop_candidates(self.ctx.scopes, searched, self.loads_of, self.scope_of)
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.
@@ -275,16 +274,13 @@ class PortFacts:
             known = self._models_known()
             for scope in searched:
                 self._scope_models(scope)
-            mark_loop_models(self.ctx.scopes, loops, self._builds_where)
+            mark_loop_models(self.ctx.scopes, loops, self.builds_model)
             self._params_from_calls(calls)
             for name, scope, values in returns:
                 if any(self.builds_model(value, scope) for value in values):
                     self.known.factories.add(name)
             if self._models_known() == known:
                 return
-
-    def _builds_where(self, expr: ast.expr) -> bool:
-        return self.builds_model(expr, self.scope_of.get(id(expr), self.module))
 
     def _inner_factory_returns(self) -> list[tuple[str, PortScope, list[ast.expr]]]:
         """``(name, scope, returned values)`` of the file's other plain functions that may

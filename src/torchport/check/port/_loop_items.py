@@ -212,11 +212,11 @@ def _iterated(
 
 
 def loop_candidates(
-    scopes: ScopeMap, port_scopes: list[PortScope], loads: Loads
-) -> list[tuple[PortScope, ast.Name, list[ast.expr]]]:
-    """``(scope, target name, items)`` of each loop or comprehension target of
-    ``port_scopes`` that :func:`target_items` answers for (with one item or more)."""
-    found: list[tuple[PortScope, ast.Name, list[ast.expr]]] = []
+    scopes: ScopeMap, port_scopes: list[PortScope], loads: Loads, scope_of: dict[int, PortScope]
+) -> list[tuple[PortScope, ast.Name, list[tuple[ast.expr, PortScope]]]]:
+    """``(scope, target name, items with their scopes)`` of each loop or comprehension
+    target of ``port_scopes`` (the module's first) that :func:`target_items` answers for."""
+    found: list[tuple[PortScope, ast.Name, list[tuple[ast.expr, PortScope]]]] = []
     for scope in port_scopes:
         for node in scope.nodes:
             if node.__class__ not in _LOOP_CLASSES:
@@ -225,24 +225,25 @@ def loop_candidates(
                 if isinstance(name, ast.Name):
                     items = target_items(scopes, name, loads)
                     if items:
-                        found.append((scope, name, items))
+                        where = [(i, scope_of.get(id(i), port_scopes[0])) for i in items]
+                        found.append((scope, name, where))
     return found
 
 
 def mark_loop_models(
     scopes: ScopeMap,
-    candidates: list[tuple[PortScope, ast.Name, list[ast.expr]]],
-    builds: Callable[[ast.expr], bool],
+    candidates: list[tuple[PortScope, ast.Name, list[tuple[ast.expr, PortScope]]]],
+    builds: Callable[[ast.expr, PortScope], bool],
 ) -> None:
     """Add to its scope's models each candidate target whose every item ``builds`` a model,
     when every other binding of that name is such a loop too or binds a model: ``net``
     of ``for net, opt in zip(nets, opts)`` is a model; its calls are forwards."""
-    models = {id(name) for _, name, items in candidates if all(builds(i) for i in items)}
+    models = {id(name) for _, name, items in candidates if all(builds(*i) for i in items)}
     for scope, name, _ in candidates:
         if id(name) not in models or name.id in scope.models:
             continue
         if all(
-            id(b.node) in models or (b.value is not None and builds(b.value))
+            id(b.node) in models or (b.value is not None and builds(b.value, scope))
             for b in scopes.bindings(name.id, name)
         ):
             scope.models.add(name.id)
