@@ -9,6 +9,12 @@ does not know holds a model, so the tensors it meets there are neither moved nor
 place is reported instead (TP523), rather than ending a port with "0 findings
 left" and data on the CPU.
 
+Followed, so not reported: a list (or the name bound to it) whose every read is a loop
+whose target at its position is known to be a model (``nets = [a, b]``, ``for net, opt in
+zip(nets, opts)``: :mod:`~torchport.check.port._loop_items`), ``len``/``in`` or an
+``.append``; a model ``.append``ed to a list a loop of the file iterates, read some other
+way too, is reported as a display is.
+
 Left out: a container that builds a model itself (``nn.ModuleList([model])``,
 ``nn.Sequential(*[...])``: its forwards are known), and a tuple returned or
 unpacked at once (``return model, optimizer``; ``a, b = model, head``), which the
