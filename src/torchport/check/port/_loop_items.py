@@ -31,7 +31,6 @@ _SAME_ITEMS = frozenset({"iter", "list", "tuple", "reversed"})
 _ADDS = frozenset({"append", "insert", "extend"})
 _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 _LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
-_LOOP_CLASSES = frozenset(_LOOPS)
 Loads = Callable[[str], list[ast.Name]]
 
 
@@ -218,9 +217,7 @@ def loop_candidates(
     target of ``port_scopes`` (the module's first) that :func:`target_items` answers for."""
     found: list[tuple[PortScope, ast.Name, list[tuple[ast.expr, PortScope]]]] = []
     for scope in port_scopes:
-        for node in scope.nodes:
-            if node.__class__ not in _LOOP_CLASSES:
-                continue
+        for node in scope.loops:  # (the port's walk noted them)
             for name in ast.walk(node.target):  # type: ignore[attr-defined]
                 if isinstance(name, ast.Name):
                     items = target_items(scopes, name, loads)
