@@ -28,6 +28,7 @@ from torchport.check._context import Context
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._device_flow import MOVES, PortScope, names_of
 from torchport.check.port._facts import PortFacts, _model_parameters
+from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._object_parameters import ObjectParameters
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._structure import FileStructure
@@ -221,10 +222,14 @@ class _OldModelSearch(PortFacts):
     """``_find_models`` as it was: three full rounds, each scanning every scope's nodes."""
 
     def _find_models(self) -> None:
+        searched = [s for s in self.scopes if not s.module_method]
+        # (z31p) targets of loops over listed models: the same marking, asked every round
+        loops = loop_candidates(self.ctx.scopes, searched, self.loads_of, self.scope_of)
         for _ in range(3):
             for scope in self.scopes:
                 if not scope.module_method:
                     self._old_scope_models(scope)
+            mark_loop_models(self.ctx.scopes, loops, self.builds_model)
             self._old_params_from_calls()
             for name, func in self.functions.items():
                 scope = self.scope_of_function(func)

@@ -34,6 +34,7 @@ from torchport.check.port._calls import (
     is_move,
 )
 from torchport.check.port._collate import collate_returning
+from torchport.check.port._elements import position_kind
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.port._module_functions import only_made_into_tensors
@@ -276,20 +277,32 @@ class _Planner:
             or (isinstance(value.func, ast.Attribute) and value.func.attr in ("next", "__next__"))
         )
         unpacks = isinstance(value, ast.Name) and value.id in containers
-        if len(node.targets) != 1 or not (from_next or unpacks):
-            return
         target = node.targets[0]
+        # `x, y = make_data()` of a function of the file returning tuples: per position
+        returned = (
+            self.kinds.callers.returned_items(value.func)
+            if isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and isinstance(target, ast.Tuple)
+            else None
+        )
+        if len(node.targets) != 1 or not (from_next or unpacks or returned is not None):
+            return
         if unpacks and not isinstance(target, ast.Tuple):
             return
         wanted = [n for n in _name_nodes(target) if n.id in scope.reach and n.id not in scope.moved]
         if not wanted:
             return
-        move = BatchMove(node)
+        move = BatchMove(node, loader=from_next or unpacks)
         for name_node in wanted:
             name = name_node.id
-            known = self.kinds.unpacking.target(name_node)
-            if known in _LEFT:
-                continue
+            known = (
+                position_kind(target, name_node, returned)  # type: ignore[arg-type]
+                if isinstance(returned, tuple)
+                else self.kinds.unpacking.target(name_node)
+            )
+            if known in _LEFT or (returned is not None and known not in _MOVED):
+                continue  # (not sure of a helper's item: where it meets the model says so)
             self.plan.covered.add((id(node), name))
             if known not in _MOVED:
                 self.plan.unportable[(id(node), name)] = (

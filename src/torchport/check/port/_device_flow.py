@@ -113,6 +113,7 @@ class PortScope:
     reach_values: set[int] = field(default_factory=set)  # ids inside values that reach one
     assigns: list[tuple[list[ast.expr], ast.expr]] = field(default_factory=list)
     loop_bound: set[str] = field(default_factory=set)  # names bound by for/with targets
+    loops: list[ast.AST] = field(default_factory=list)  # its for loops and comprehensions
     _values: dict[str, list[ast.expr]] | None = None
 
     def values_of(self, name: str) -> list[ast.expr]:

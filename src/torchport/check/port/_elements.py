@@ -13,11 +13,12 @@ import ast
 import builtins
 from collections.abc import Callable
 
+from torchport.check.port._loop_items import named_items
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._value_kind import Elements, Kind, flat, join
 from torchport.check.semantic import ScopeMap
 
-__all__ = ["ElementKinds", "is_builtin"]
+__all__ = ["ElementKinds", "is_builtin", "position_kind"]
 
 _ITER_WRAPPERS = frozenset(
     {"iter", "tqdm", "islice", "cycle", "reversed", "sorted", "list", "tuple"}
@@ -36,13 +37,19 @@ class ElementKinds:
     """The kinds of what a value yields when iterated or unpacked (see the module docstring).
 
     ``kind_of`` is what an expression evaluates to where it stands; ``callers``
-    tells what the file's functions return (``a, b = split(x)``).
+    tells what the file's functions return (``a, b = split(x)``); ``loads`` every
+    read of a name (the scope map's by default).
     """
 
     def __init__(
-        self, scopes: ScopeMap, kind_of: Callable[[ast.expr], Kind], callers: CallerKinds
+        self,
+        scopes: ScopeMap,
+        kind_of: Callable[[ast.expr], Kind],
+        callers: CallerKinds,
+        loads: Callable[[str], list[ast.Name]] | None = None,
     ) -> None:
         self.scopes = scopes
+        self.loads = loads or scopes.loads_of  # every read of a name (the port's walk's)
         self.kind_of = kind_of
         self.callers = callers
 
@@ -130,6 +137,13 @@ class ElementKinds:
         if isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return self.kind_of(iterable.elt)
         kind = self.kind_of(iterable)
+        if isinstance(iterable, ast.Name) and kind in (Kind.OTHER, Kind.UNKNOWN):
+            # `nets = [a, b]` (`.append`ed to): its items' kinds; handed on: not sure
+            named = named_items(
+                self.scopes, iterable, strict=kind is Kind.UNKNOWN, loads=self.loads
+            )
+            if named is not None:
+                return join(self.kind_of(e) for e in named) if named else Kind.OTHER
         if kind is Kind.LOADER:
             return Kind.BATCH
         if kind in (Kind.TENSOR, Kind.DEVICE, Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):
@@ -174,3 +188,19 @@ class ElementKinds:
             else:
                 return None
         return items
+
+
+def position_kind(target: ast.Tuple, name: ast.Name, returned: tuple[Elements, ...]) -> Kind:
+    """What ``name`` of ``target`` takes from a tuple of ``returned`` kinds: by its position,
+    counted from the end after a starred name (``a, *rest, b``); the starred name, a
+    nested one, or a target whose length cannot be the tuple's: not sure."""
+    elts = target.elts
+    index = next((i for i, e in enumerate(elts) if e is name), None)
+    star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
+    if index is None or (star is None and len(elts) != len(returned)):
+        return Kind.UNKNOWN
+    if star is not None:
+        if len(elts) - 1 > len(returned):
+            return Kind.UNKNOWN
+        index = index if index < star else len(returned) - (len(elts) - index)
+    return flat(returned[index])

@@ -9,6 +9,12 @@ does not know holds a model, so the tensors it meets there are neither moved nor
 place is reported instead (TP523), rather than ending a port with "0 findings
 left" and data on the CPU.
 
+Followed, so not reported: a list (or the name bound to it) whose every read is a loop
+whose target at its position is known to be a model (``nets = [a, b]``, ``for net, opt in
+zip(nets, opts)``: :mod:`~torchport.check.port._loop_items`), ``len``/``in`` or an
+``.append``; a model ``.append``ed to a list a loop of the file iterates, read some other
+way too, is reported as a display is.
+
 Left out: a container that builds a model itself (``nn.ModuleList([model])``,
 ``nn.Sequential(*[...])``: its forwards are known), and a tuple returned or
 unpacked at once (``return model, optimizer``; ``a, b = model, head``), which the
@@ -28,6 +34,7 @@ import ast
 from torchport.check.port._call_sites import partial_target
 from torchport.check.port._device_flow import PortScope
 from torchport.check.port._facts import PortFacts
+from torchport.check.port._loop_items import loop_target, named_items
 from torchport.check.port._workers import idle_worker
 
 __all__ = ["cpu_placements", "device_escapes", "model_escapes", "sparse_inputs"]
@@ -100,11 +107,15 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
             elif isinstance(node, ast.Dict):
                 where = "a dict"
                 items = list(node.values)
+            elif isinstance(node, ast.Call):
+                found += [(m, "a list") for m in _appended_models(node, facts, scope)]
+                continue
             else:
                 continue
             if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and (
                 _builds_model(node, facts, scope)
                 or _only_called_back(node, facts)
+                or _only_looped_over(node, facts)
                 or _worker_arguments(node, facts, scope)
             ):
                 continue
@@ -256,6 +267,84 @@ def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
         if not (isinstance(called, ast.Call) and called.func is callee):
             return False
     return bool(reads)
+
+
+def _only_looped_over(node: ast.expr, facts: PortFacts) -> bool:
+    """A literal (or a name bound to it alone) read only by loops whose target at its
+    position the port knows is a model (``nets = [a, b]``, ``for net, opt in zip(nets,
+    opts): net(x)``: :mod:`~torchport.check.port._loop_items`), by ``len``/``in``, or
+    added to with ``.append``/``.insert``/``.extend``: each forward there is followed."""
+    scopes = facts.ctx.scopes
+    parent = scopes.parent(node)
+    if (
+        isinstance(parent, ast.Assign)
+        and parent.value is node
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Name)
+    ):
+        return _list_followed(parent.targets[0], facts)
+    return _reads_followed([node], facts)
+
+
+def _list_followed(name: ast.Name, facts: PortFacts) -> bool:
+    """Every read of the list ``name`` names is one :func:`_reads_followed` allows."""
+    scopes = facts.ctx.scopes
+    if named_items(scopes, name, strict=True, loads=facts.loads_of) is None:
+        return False  # handed on, or items put in some other way
+    bound = scopes.resolve(name.id, name)
+    return _reads_followed(
+        [r for r in facts.loads_of(name.id) if scopes.resolve(name.id, r) is bound], facts
+    )
+
+
+def _reads_followed(reads: list[ast.expr], facts: PortFacts) -> bool:
+    scopes = facts.ctx.scopes
+    looped = False
+    for read in reads:
+        holder = scopes.parent(read)
+        if isinstance(holder, ast.Attribute) and holder.attr in ("append", "insert", "extend"):
+            continue  # (named_items took what goes in: a loop target is a model only if
+            # every item is one)
+        if isinstance(holder, ast.Compare) or (
+            isinstance(holder, ast.Call) and getattr(holder.func, "id", None) == "len"
+        ):
+            continue  # (`len(nets)`, `m in nets`: named_items allowed only those)
+        target = loop_target(scopes, read)
+        if target is None or not facts.holds_model(
+            target, facts.scope_of.get(id(target), facts.module)
+        ):
+            return False
+        looped = True
+    return looped
+
+
+def _appended_models(node: ast.Call, facts: PortFacts, scope: PortScope) -> list[ast.expr]:
+    """The models ``node`` (``nets.append(net)``, ``.insert``, ``.extend([...])``) puts in
+    a list a loop of the file iterates, whose reads the port does not all follow
+    (:func:`_list_followed`: ``run_all(nets)`` too). A list no loop reads (``layers`` of
+    ``nn.Sequential(*layers)``, one returned) is left as before (not reported)."""
+    func = node.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("append", "insert", "extend")
+        and isinstance(func.value, ast.Name)
+    ):
+        return []
+    added = node.args[-1:] if func.attr != "extend" else node.args[:1]
+    if added and func.attr == "extend" and isinstance(added[0], (ast.List, ast.Tuple)):
+        added = list(added[0].elts)
+    models = [a for a in added if facts.builds_model(a, scope)]
+    if not models:
+        return []
+    scopes = facts.ctx.scopes
+    name = func.value
+    bound = scopes.resolve(name.id, name)
+    reads = [r for r in facts.loads_of(name.id) if scopes.resolve(name.id, r) is bound]
+    if not any(loop_target(scopes, r) is not None for r in reads):
+        return []  # (a list no loop of the file takes its models out of: left as before)
+    found = scopes.bindings(name.id, name)
+    followed = len(found) == 1 and isinstance(found[0].node, ast.Name)
+    return [] if followed and _list_followed(found[0].node, facts) else models  # type: ignore[arg-type]
 
 
 def _worker_arguments(node: ast.expr, facts: PortFacts, scope: PortScope) -> bool:

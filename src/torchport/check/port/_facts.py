@@ -52,6 +52,7 @@ from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, Po
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._global_values import share_globals
 from torchport.check.port._instances import HostMethods, converted_inputs
+from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._module_functions import own_tensor_functions
 from torchport.check.port._project_view import project_of
@@ -264,6 +265,8 @@ class PortFacts:
             ]
             returns.append((name, scope, values))
         returns += self._inner_factory_returns()
+        # `for net in zip(nets, ...)`: a target of listed models is one
+        loops = loop_candidates(self.ctx.scopes, searched, self.loads_of, self.scope_of)
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.
@@ -271,6 +274,7 @@ class PortFacts:
             known = self._models_known()
             for scope in searched:
                 self._scope_models(scope)
+            mark_loop_models(self.ctx.scopes, loops, self.builds_model)
             self._params_from_calls(calls)
             for name, scope, values in returns:
                 if any(self.builds_model(value, scope) for value in values):

@@ -104,7 +104,7 @@ class ValueKinds:
         self.reaching = Reaching(self.scopes)
         kind_of = _asking(self)
         self.callers = CallerKinds(facts, kind_of)
-        self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
+        self.unpacking = ElementKinds(self.scopes, kind_of, self.callers, facts.loads_of)
         self.attributes = ClassAttributes(self.ctx, kind_of)
         self.command_line = CommandLine(self.ctx)
         self.containers = ContainerItems(facts, self.reaching, self.attributes, kind_of)

@@ -8,7 +8,7 @@ about the file's shape:
   the module body or a function, nested ones too) each node runs in; a class body is
   no scope of the port's, the methods in it are;
 * per scope: its nodes in walk order, its assignments, the names it binds and those
-  a ``for``/``with`` binds;
+  a ``for``/``with`` binds, its ``for`` loops and comprehensions;
 * the file's classes and module-level functions;
 * every name's places, the imports and the ``.to``/``.cuda`` calls, so that the port
   needs no second whole-tree walk (the scope map's node index) for them;
@@ -45,6 +45,7 @@ _STATEMENT_KIND: dict[type, str] = {
     ast.AnnAssign: _ANNOTATED,
     ast.NamedExpr: _ANNOTATED,
     **dict.fromkeys(_LOOPS, _LOOP),
+    ast.comprehension: _LOOP,
     **dict.fromkeys(_IMPORTS, _IMPORT),
 }
 # Children that open a scope of their own (functions) or none (a class body).
@@ -198,6 +199,8 @@ class FileStructure:
                 elif kind is _LOOP:
                     for target in _with_targets(node):
                         scope.loop_bound.update(names_of(target))
+                    if cls is not ast.With and cls is not ast.AsyncWith:
+                        scope.loops.append(node)  # (a for loop or a comprehension)
                 else:  # an import
                     for alias in node.names:  # type: ignore[attr-defined]
                         scope.local.add((alias.asname or alias.name).partition(".")[0])
