@@ -11,6 +11,8 @@ other ``type=`` (a function of the file, ``torch.tensor``) or action, one the
 file declares twice in ways that disagree, or an attribute the file also stores
 (``args.device = torch.device(...)``) is not told here.
 
+A function of the file may hand the namespace over (``args, text = _parse_args()``,
+each of its ``return`` statements giving ``parser.parse_args()`` at that position).
 The settings often reach the file through a parameter: ``PPO(args)`` in
 ``main.py`` beside it, ``self.gamma = args.gamma`` here. A parameter's attribute
 is a setting when a module of the same folder that imports this one declares it
@@ -23,11 +25,12 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import note
-from torchport.check.semantic import BindingKind
+from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["CommandLine"]
 
@@ -50,13 +53,52 @@ class CommandLine:
         found = self._ctx.scopes.bindings(expr.value.id, expr.value)
         if not found:
             return False
-        if all(_parsed(b.value) for b in found):
+        if all(_parsed(b.value) or self._returned_parsed(b) for b in found):
             return expr.attr in self._scalar_names()
         return (
             len(found) == 1
             and found[0].kind is BindingKind.PARAMETER
             and expr.attr in self._given_names()
         )
+
+    def _returned_parsed(self, binding: Binding) -> bool:
+        """``args = parse()`` or ``args, text = parse()`` of a function of the file each of
+        whose ``return`` gives, at that position, ``parser.parse_args()`` or a local name
+        bound only to it (timm's ``_parse_args()``); a generator, a starred target or a
+        tuple of another length is not told."""
+        scopes = self._ctx.scopes
+        holder = scopes.parent(binding.node)
+        index: int | None = None
+        width = 0  # the target tuple's length
+        value = binding.value
+        if isinstance(holder, ast.Tuple):
+            statement = scopes.parent(holder)
+            if not isinstance(statement, ast.Assign) or statement.targets != [holder]:
+                return False
+            if any(isinstance(e, ast.Starred) for e in holder.elts):
+                return False
+            index = next(i for i, e in enumerate(holder.elts) if e is binding.node)
+            width, value = len(holder.elts), statement.value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return False
+        defined = scopes.bindings(value.func.id, value.func)
+        func = defined[0].node if len(defined) == 1 else None
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        returns = list(_own_returns(func))
+        if not returns or returns[0] is None:
+            return False  # a generator, or no value returned
+        for given in returns:
+            if index is not None:
+                if not (isinstance(given, ast.Tuple) and len(given.elts) == width):
+                    return False
+                given = given.elts[index]
+            if _parsed(given):
+                continue
+            bound = scopes.bindings(given.id, given) if isinstance(given, ast.Name) else []
+            if not bound or not all(_parsed(b.value) for b in bound):
+                return False
+        return True
 
     def _given_names(self) -> frozenset[str]:
         """The scalar settings the folder's modules that import this file declare."""
@@ -97,6 +139,23 @@ class CommandLine:
                 kinds[dest] = kinds.get(dest, True) and _scalar(node, constants)
         self._scalars = frozenset(d for d, ok in kinds.items() if ok and d not in stored)
         return self._scalars
+
+
+def _own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr | None]:
+    """What each ``return`` of ``func`` itself gives (not a nested function's); a single
+    None first for a generator."""
+    stack: list[ast.AST] = list(func.body)
+    found: list[ast.expr | None] = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            yield None
+            return
+        if isinstance(node, ast.Return):
+            found.append(node.value)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    yield from found
 
 
 def _parsed(value: ast.expr | None) -> bool:
