@@ -125,3 +125,21 @@ def stops_exactly_where_reported(
         stopped = stop is not None and stop[2] in where
         assert stop is None or stopped, (case, stop)  # nowhere else
         assert found == stopped, (case, stop, found)
+
+
+def same_on_the_cpu(programs: Sequence[str]) -> None:
+    """Each program and its port, run in this process on the CPU (no simulated accelerator
+    here), append the same tensors to their ``OUT``."""
+    import torch  # the pytest process's, on the CPU
+
+    for source in programs:
+        outs = []
+        for text in (source, port_text(source, "p.py").source):
+            names: dict[str, object] = {"__name__": "__main__"}
+            torch.manual_seed(0)
+            exec(compile(text, "<program>", "exec"), names)
+            outs.append(names["OUT"])
+        before, after = outs
+        assert isinstance(before, list) and isinstance(after, list), source
+        assert len(before) == len(after), source
+        assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True)), source

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import stops_exactly_where_reported
+from tests.check.port.no_cuda_sim import same_on_the_cpu, stops_exactly_where_reported
 
 torch = pytest.importorskip("torch")
 
@@ -64,20 +64,6 @@ def _marked(source: str) -> set[int]:
     }
 
 
-def _same_on_the_cpu(programs: list[str]) -> None:
-    """Each program and its port, run here on the CPU, append the same tensors to ``OUT``."""
-    for source in programs:
-        outs = []
-        for text in (source, port_text(source, "p.py").source):
-            names: dict[str, object] = {"__name__": "__main__"}
-            torch.manual_seed(0)
-            exec(compile(text, "<program>", "exec"), names)
-            outs.append(names["OUT"])
-        before, after = outs
-        assert len(before) == len(after), source
-        assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True)), source
-
-
 _CASES = st.tuples(
     st.lists(st.sampled_from(sorted(_VALUES)), min_size=2, max_size=3), st.booleans(),
     st.booleans(),
@@ -98,7 +84,7 @@ def test_a_helpers_tuple_of_cpu_tensors_is_moved_where_it_is_unpacked(
 ) -> None:
     programs = [_program(*case) for case in cases]
     stops_exactly_where_reported(cases, programs, lambda source, case: _marked(source))
-    _same_on_the_cpu(programs)
+    same_on_the_cpu(programs)
 
 
 def test_the_tensor_positions_only_are_moved() -> None:

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import stops_exactly_where_reported
+from tests.check.port.no_cuda_sim import same_on_the_cpu, stops_exactly_where_reported
 
 torch = pytest.importorskip("torch")
 
@@ -99,21 +99,6 @@ def _marked(source: str, *marks: str) -> set[int]:
     return {i for i, line in enumerate(source.splitlines(), 1) if any(m in line for m in marks)}
 
 
-def _same_on_the_cpu(programs: list[str]) -> None:
-    """Each program and its port, run here on the CPU (no simulated accelerator in this
-    process), append the same tensors to their ``OUT``."""
-    for source in programs:
-        outs = []
-        for text in (source, port_text(source, "p.py").source):
-            names: dict[str, object] = {"__name__": "__main__"}
-            torch.manual_seed(0)
-            exec(compile(text, "<program>", "exec"), names)
-            outs.append(names["OUT"])
-        before, after = outs
-        assert len(before) == len(after), source
-        assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True)), source
-
-
 _CASES = st.tuples(
     st.sampled_from(sorted(_CONTAINERS)), st.sampled_from(sorted(_LOOPS)), st.booleans(),
     st.booleans(),
@@ -139,7 +124,7 @@ def test_models_taken_out_of_a_named_list_are_followed(
     stops_exactly_where_reported(
         cases, programs, lambda source, case: _marked(source, "# fwd", "# list")
     )
-    _same_on_the_cpu(programs)
+    same_on_the_cpu(programs)
 
 
 def test_the_listed_models_of_306_optimizer_leave_nothing() -> None:
@@ -191,4 +176,4 @@ def test_items_of_a_named_list_are_what_the_code_put_in(cases: list[tuple[str, s
         programs,
         lambda source, case: _marked(source, "# use", "for t", "for i, t"),
     )
-    _same_on_the_cpu(programs)
+    same_on_the_cpu(programs)
