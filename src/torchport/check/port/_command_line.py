@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from torchport.check._context import Context
@@ -34,6 +34,8 @@ from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["CommandLine"]
 
+# the expressions a function returns; None for a generator (``CallerKinds.return_values``)
+_Returned = Callable[[ast.FunctionDef | ast.AsyncFunctionDef], list[ast.expr] | None]
 _SCALAR_TYPES = frozenset({"int", "float", "str", "bool"})
 _SCALAR_ACTIONS = frozenset({"store_true", "store_false", "count", "store"})
 
@@ -41,8 +43,9 @@ _SCALAR_ACTIONS = frozenset({"store_true", "store_false", "count", "store"})
 class CommandLine:
     """The command-line settings of one file (worked out on the first question, kept)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, returned: _Returned) -> None:
         self._ctx = ctx
+        self._returned = returned  # what a function of the file returns (CallerKinds')
         self._scalars: frozenset[str] | None = None
         self._given: frozenset[str] | None = None
 
@@ -85,8 +88,8 @@ class CommandLine:
         func = defined[0].node if len(defined) == 1 else None
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
-        returns = list(_own_returns(func))
-        if not returns or returns[0] is None:
+        returns = self._returned(func)
+        if not returns:
             return False  # a generator, or no value returned
         for given in returns:
             if index is not None:
@@ -139,23 +142,6 @@ class CommandLine:
                 kinds[dest] = kinds.get(dest, True) and _scalar(node, constants)
         self._scalars = frozenset(d for d, ok in kinds.items() if ok and d not in stored)
         return self._scalars
-
-
-def _own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr | None]:
-    """What each ``return`` of ``func`` itself gives (not a nested function's); a single
-    None first for a generator."""
-    stack: list[ast.AST] = list(func.body)
-    found: list[ast.expr | None] = []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            yield None
-            return
-        if isinstance(node, ast.Return):
-            found.append(node.value)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    yield from found
 
 
 def _parsed(value: ast.expr | None) -> bool:
