@@ -81,6 +81,7 @@ def base_init_may_call(
     classes: dict[str, ast.AST],
     qualname: Callable[[ast.expr], str | None],
     hook: bool,
+    seen: set[int] | None = None,
 ) -> bool:
     """Whether the ``__init__`` of a base class of ``cls`` may call ``self.<name>(...)``.
 
@@ -90,18 +91,9 @@ def base_init_may_call(
     ``object``, ``ABC`` and mixins call no method of a subclass; any other base (another
     file's: ``from .base import BaseAutoencoder``) is not seen: ``hook`` answers for it (a
     method the file never calls that builds a module for its caller, ``_build_encoder``).
+    ``seen``: the classes already asked (a cycle of bases ends there).
     """
-    return _base_init_may_call(name, cls, classes, qualname, hook, set())
-
-
-def _base_init_may_call(
-    name: str,
-    cls: ast.ClassDef,
-    classes: dict[str, ast.AST],
-    qualname: Callable[[ast.expr], str | None],
-    hook: bool,
-    seen: set[int],
-) -> bool:
+    seen = set() if seen is None else seen
     if id(cls) in seen:
         return False
     seen.add(id(cls))
@@ -116,7 +108,7 @@ def _base_init_may_call(
             continue  # torch's, `object`, `ABC`, a mixin: calls no method of the subclass
         shown = classes.get(base.id) if isinstance(base, ast.Name) else None
         if isinstance(shown, ast.ClassDef) and shown is not cls:
-            if name in init_chain(shown)[2] or _base_init_may_call(
+            if name in init_chain(shown)[2] or base_init_may_call(
                 name, shown, classes, qualname, hook, seen
             ):
                 return True
