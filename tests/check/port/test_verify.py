@@ -9,9 +9,12 @@ stays on the CPU stops at a device error, which is reported at the user's
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torchport.check.port._verify import find_entry, verify_entry
 from torchport.cli._main import main
@@ -97,6 +100,59 @@ def test_the_entry_is_the_one_main_script(tmp_path: Path) -> None:
     (tmp_path / "train.py").rename(tmp_path / "other.py")
     entry, why = find_entry([str(tmp_path)])
     assert entry is None and "several scripts" in why
+
+
+# A folder's files: name -> (what its module level does, the siblings it imports).
+# "defs" runs nothing; "call", "loop", "with" run something; "doc" is a docstring and
+# a string statement only. The ways of importing a sibling are drawn too.
+_BODIES = {
+    "defs": "def f():\n    return 1\n",
+    "doc": '"""A module."""\n"""a string left as a comment"""\nX = 1\n',
+    "call": "print('hi')\n",
+    "loop": "for i in range(2):\n    pass\n",
+    "with": "with open(__file__) as fh:\n    pass\n",
+}
+_IMPORTS = ("import {m}\n", "from {m} import f\n", "import {m} as alias\n", "from . import {m}\n")
+_NAMES = ("model", "data", "utils", "run", "demo", "train")
+
+
+@st.composite
+def _folders(draw: st.DrawFn) -> dict[str, tuple[str, list[tuple[str, int]]]]:
+    names = draw(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4, unique=True))
+    folder = {}
+    for name in names:
+        body = draw(st.sampled_from(sorted(_BODIES)))
+        others = [n for n in names if n != name]
+        imports = (
+            draw(st.lists(st.tuples(st.sampled_from(others), st.integers(0, 3)), max_size=2))
+            if others
+            else []
+        )
+        folder[name] = (body, imports)
+    return folder
+
+
+@settings(max_examples=60, deadline=None)
+@given(_folders())
+def test_a_folder_without_a_main_guard_runs_its_one_top_level_script(
+    folder: dict[str, tuple[str, list[tuple[str, int]]]],
+) -> None:
+    imported = {m for _, imports in folder.values() for m, _ in imports}
+    runs = {"call", "loop", "with"}
+    scripts = sorted(n for n, (body, _) in folder.items() if body in runs and n not in imported)
+    if len(scripts) > 1 and "train" in scripts:
+        scripts = ["train"]  # train.py is the entry among several
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name, (body, imports) in folder.items():
+            head = "".join(_IMPORTS[way].format(m=m) for m, way in imports)
+            (root / f"{name}.py").write_text(head + _BODIES[body])
+        entry, why = find_entry([tmp])
+        if len(scripts) == 1:
+            assert entry == root / f"{scripts[0]}.py", why
+        else:
+            assert entry is None
+            assert ("several scripts" in why) == bool(scripts), why
 
 
 _FLOAT64 = """\

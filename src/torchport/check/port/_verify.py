@@ -34,6 +34,7 @@ Nothing here imports torch (the child does).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
@@ -197,37 +198,73 @@ class Verification:
 
 
 def find_entry(paths: list[str]) -> tuple[Path | None, str]:
-    """The file to run: the one file given, or a folder's one ``__main__`` script.
+    """The file to run: the one file given, or a folder's one entry script.
 
-    Returns (entry, why not) where entry is None when there is no single entry.
+    A folder's entry is its one ``if __name__ == "__main__":`` script (``train.py``
+    or ``main.py`` among several); failing any, its one top-level script: a file
+    whose module level runs something (a call, a loop, a ``with``) and that no
+    other file of the folder imports (``model.py`` beside ``train.py`` is a
+    module). Returns (entry, why not) where entry is None when there is no single
+    entry: several candidates are named, never chosen between.
     """
     if len(paths) == 1 and Path(paths[0]).is_file():
         return Path(paths[0]), ""
-    candidates: list[Path] = []
+    texts: dict[Path, str] = {}
     for p in paths:
         root = Path(p)
-        if root.is_file():
-            files = [root]
-        elif root.is_dir():
-            files = sorted(root.glob("*.py"))
-        else:
-            continue
+        files = [root] if root.is_file() else sorted(root.glob("*.py")) if root.is_dir() else []
         for f in files:
             try:
-                text = f.read_text(encoding="utf-8", errors="replace")
+                texts[f] = f.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            if re.search(r"^if __name__ == ['\"]__main__['\"]", text, re.MULTILINE):
-                candidates.append(f)
+    guarded = [f for f, text in texts.items() if _MAIN_GUARD.search(text)]
+    candidates = guarded or _top_level_scripts(texts)
     if len(candidates) == 1:
         return candidates[0], ""
     named = [c for c in candidates if c.stem in ("train", "main")]
     if len(named) == 1:
         return named[0], ""
     if not candidates:
-        return None, 'no script with `if __name__ == "__main__":` to run; pass one file'
+        return None, (
+            'no script with `if __name__ == "__main__":` or code at its top level to run; '
+            "pass one file"
+        )
     listed = ", ".join(str(c) for c in candidates[:5])
     return None, f"several scripts could be the entry ({listed}); pass one file"
+
+
+_MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]", re.MULTILINE)
+_RUNS = (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
+
+
+def _runs(statement: ast.stmt) -> bool:
+    """A module-level statement that does work: a call or other expression, a loop, a ``with``."""
+    if isinstance(statement, ast.Expr):
+        return not isinstance(statement.value, ast.Constant)  # a docstring or a string "comment"
+    return isinstance(statement, _RUNS)
+
+
+def _top_level_scripts(texts: dict[Path, str]) -> list[Path]:
+    """The files whose module level runs something and that no other file imports."""
+    imported: set[str] = set()
+    runs: list[Path] = []
+    for f, text in texts.items():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):  # `from . import model`, `from .model import`
+                imported.update([node.module.split(".")[0]] if node.module else [])
+                imported.update(a.name for a in node.names)
+        if any(_runs(s) for s in tree.body):
+            runs.append(f)
+    return [f for f in runs if f.stem not in imported]
 
 
 _NOT_CUDA = (
