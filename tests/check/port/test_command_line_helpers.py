@@ -14,6 +14,10 @@ parameters and inputs there; a setting reported then fails. The other side: a he
 tuple holds a tensor at that position (moved where the call unpacks it), whose second
 ``return`` gives something else, or a generator, is never taken for argparse's: the value
 is placed, or reported where it meets the model or is unpacked.
+
+A namespace handed to a function of the file (timm's ``validate(args)``, from ``main``
+and through ``_try_run(args)``) is drawn the same way: how deep, positional or by name,
+and the other side, a function one call of which hands it a tensor there instead.
 """
 
 from __future__ import annotations
@@ -86,3 +90,53 @@ def test_a_helper_that_may_return_a_tensor_there_is_still_reported(case: str) ->
     # moved (the helper's tuple of a CPU tensor) and clean, or reported by name or where it meets
     assert clean or any(f.startswith(f"<string>:{last}:") or "`args`" in f for f in left), left
     assert clean or case != "tensor in the tuple", left
+
+
+# how the namespace reaches the function that reads it: (the functions, how the program calls)
+HANDED = {
+    "one call": ("def run(args):\n{use}", "run(parser.parse_args([]))"),
+    "a name": ("def run(args):\n{use}", "ns = parser.parse_args([])\nrun(ns)"),
+    "by name": ("def run(k, args):\n{use}", "ns = parser.parse_args([])\nrun(args=ns, k=1)"),
+    "two deep": (
+        "def run(args):\n{use}\n\ndef retry(args, n):\n    for _ in range(n):\n        run(args)\n",
+        "ns = parser.parse_args([])\nretry(ns, 2)\nrun(ns)",
+    ),
+    "a method": (
+        "class Job:\n    def run(self, args):\n{use}\n    def go(self, k):\n"
+        "        self.run(parser.parse_args([]))\n",
+        "Job().go(1)",
+    ),
+}
+USE = "OUT.append((model(torch.ones(1, 4)) * args.scale).detach())\n"
+
+
+def _handed_program(case: str, flag: bool) -> str:
+    functions, call = HANDED[case]
+    depth = 8 if case == "a method" else 4
+    use = "".join(" " * depth + line + "\n" for line in USE.splitlines())
+    return f"{PARSER}FLAG = {flag}\n\n\n{functions.format(use=use)}\n\n{call}\n"
+
+
+@given(st.sampled_from(sorted(HANDED)), st.booleans())
+def test_a_namespace_handed_to_a_function_is_argparses(case: str, flag: bool) -> None:
+    left, clean = noise.placed(noise.MODEL + _handed_program(case, flag))
+    assert clean, left
+    assert not any("`args." in f for f in left), left
+
+
+@given(st.sampled_from(sorted(HANDED)))
+def test_a_function_one_call_hands_a_tensor_is_still_reported(case: str) -> None:
+    """One more call hands an object holding a CPU tensor where the namespace went."""
+    holder = "class Holder:\n    scale = torch.full((2,), 2.0)\n\n\n"
+    extra = {
+        "one call": "run(Holder())",
+        "a name": "run(Holder())",
+        "by name": "run(1, Holder())",
+        "two deep": "retry(Holder(), 1)",
+        "a method": "Job().run(Holder())",
+    }[case]
+    program = _handed_program(case, True)
+    source = noise.MODEL + holder + program + extra + "\n"
+    left, clean = noise.placed(source)
+    assert not clean  # the tensor stays on the CPU beside the model's output
+    assert any("args" in f or "Holder()" in f for f in left), left

@@ -13,6 +13,11 @@ file declares twice in ways that disagree, or an attribute the file also stores
 
 A function of the file may hand the namespace over (``args, text = _parse_args()``,
 each of its ``return`` statements giving ``parser.parse_args()`` at that position).
+A function of the file may be handed it: ``validate(args)``, every call of
+``validate`` in the file passing, at that parameter's position or by its name,
+``parser.parse_args()`` or a name bound only to the namespace (or to a parameter
+handed it in turn, as ``_try_run(args)`` hands it on); a function the file also
+uses another way (passed as a callback, decorated) is not told.
 The settings often reach the file through a parameter: ``PPO(args)`` in
 ``main.py`` beside it, ``self.gamma = args.gamma`` here. A parameter's attribute
 is a setting when a module of the same folder that imports this one declares it
@@ -25,17 +30,19 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._listing import note
 from torchport.check.semantic import Binding, BindingKind
 
+if TYPE_CHECKING:
+    from torchport.check.port._parameters import CallerKinds
+
 __all__ = ["CommandLine"]
 
-# the expressions a function returns; None for a generator (``CallerKinds.return_values``)
-_Returned = Callable[[ast.FunctionDef | ast.AsyncFunctionDef], list[ast.expr] | None]
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SCALAR_TYPES = frozenset({"int", "float", "str", "bool"})
 _SCALAR_ACTIONS = frozenset({"store_true", "store_false", "count", "store"})
 
@@ -43,9 +50,9 @@ _SCALAR_ACTIONS = frozenset({"store_true", "store_false", "count", "store"})
 class CommandLine:
     """The command-line settings of one file (worked out on the first question, kept)."""
 
-    def __init__(self, ctx: Context, returned: _Returned) -> None:
+    def __init__(self, ctx: Context, callers: CallerKinds) -> None:
         self._ctx = ctx
-        self._returned = returned  # what a function of the file returns (CallerKinds')
+        self._callers = callers  # the file's call sites and returns (the port's own)
         self._scalars: frozenset[str] | None = None
         self._given: frozenset[str] | None = None
 
@@ -56,13 +63,50 @@ class CommandLine:
         found = self._ctx.scopes.bindings(expr.value.id, expr.value)
         if not found:
             return False
-        if all(_parsed(b.value) or self._returned_parsed(b) for b in found):
+        if self._namespace(found, set()):
             return expr.attr in self._scalar_names()
         return (
             len(found) == 1
             and found[0].kind is BindingKind.PARAMETER
             and expr.attr in self._given_names()
         )
+
+    def _namespace(self, found: list[Binding], seen: set[int]) -> bool:
+        """Whether a name with these bindings holds only the file's parsed namespace."""
+        if len(found) == 1 and found[0].kind is BindingKind.PARAMETER:
+            return self._handed_parsed(found[0].node, seen)
+        return bool(found) and all(_parsed(b.value) or self._returned_parsed(b) for b in found)
+
+    def _handed_parsed(self, arg: ast.AST, seen: set[int]) -> bool:
+        """A parameter every call site of its function in the file hands the namespace."""
+        if not isinstance(arg, ast.arg) or id(arg) in seen:
+            return False  # a parameter handed itself back round a cycle: not told
+        seen.add(id(arg))
+        scopes = self._ctx.scopes
+        args = scopes.parent(arg)
+        func = scopes.parent(args) if isinstance(args, ast.arguments) else None
+        if not isinstance(func, _Function) or not isinstance(args, ast.arguments):
+            return False  # a lambda's
+        sites = self._callers.call_sites(func)
+        if not sites or arg is args.vararg or arg is args.kwarg:
+            return False
+        positional = [*args.posonlyargs, *args.args]
+        if self._callers.method_of(func) is not None:
+            positional = positional[1:]
+        index = next((i for i, p in enumerate(positional) if p is arg), None)
+        for call, _ in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                return False
+            given = next((k.value for k in call.keywords if k.arg == arg.arg), None)
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            if _parsed(given):
+                continue
+            if not isinstance(given, ast.Name):
+                return False  # a default, `**options`, or another expression
+            if not self._namespace(scopes.bindings(given.id, given), seen):
+                return False
+        return True
 
     def _returned_parsed(self, binding: Binding) -> bool:
         """``args = parse()`` or ``args, text = parse()`` of a function of the file each of
@@ -88,7 +132,7 @@ class CommandLine:
         func = defined[0].node if len(defined) == 1 else None
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
-        returns = self._returned(func)
+        returns = self._callers.return_values(func)
         if not returns:
             return False  # a generator, or no value returned
         for given in returns:

@@ -106,7 +106,7 @@ class ValueKinds:
         self.callers = CallerKinds(facts, kind_of)
         self.unpacking = ElementKinds(self.scopes, kind_of, self.callers, facts.loads_of)
         self.attributes = ClassAttributes(self.ctx, kind_of)
-        self.command_line = CommandLine(self.ctx, self.callers.return_values)
+        self.command_line = CommandLine(self.ctx, self.callers)
         self.containers = ContainerItems(facts, self.reaching, self.attributes, kind_of)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
