@@ -100,6 +100,9 @@ def test_the_entry_is_the_one_main_script(tmp_path: Path) -> None:
     (tmp_path / "train.py").rename(tmp_path / "other.py")
     entry, why = find_entry([str(tmp_path)])
     assert entry is None and "several scripts" in why
+    (tmp_path / "eval.py").unlink()
+    (tmp_path / "setup.py").write_text("if __name__ == '__main__':\n    pass\n")
+    assert find_entry([str(tmp_path)])[0] == tmp_path / "other.py"  # setup.py: pip's, not ours
 
 
 # A folder's files: name -> (what its module level does, the siblings it imports).
@@ -113,7 +116,7 @@ _BODIES = {
     "with": "with open(__file__) as fh:\n    pass\n",
 }
 _IMPORTS = ("import {m}\n", "from {m} import f\n", "import {m} as alias\n", "from . import {m}\n")
-_NAMES = ("model", "data", "utils", "run", "demo", "train")
+_NAMES = ("model", "data", "utils", "run", "demo", "train", "setup", "conftest", "__init__")
 
 
 @st.composite
@@ -139,7 +142,10 @@ def test_a_folder_without_a_main_guard_runs_its_one_top_level_script(
 ) -> None:
     imported = {m for _, imports in folder.values() for m, _ in imports}
     runs = {"call", "loop", "with"}
-    scripts = sorted(n for n, (body, _) in folder.items() if body in runs and n not in imported)
+    tools = {"setup", "conftest", "__init__"}  # run by other tools: never the entry
+    scripts = sorted(
+        n for n, (body, _) in folder.items() if body in runs and n not in imported | tools
+    )
     if len(scripts) > 1 and "train" in scripts:
         scripts = ["train"]  # train.py is the entry among several
     with tempfile.TemporaryDirectory() as tmp:

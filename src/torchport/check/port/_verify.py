@@ -204,8 +204,10 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
     or ``main.py`` among several); failing any, its one top-level script: a file
     whose module level runs something (a call, a loop, a ``with``) and that no
     other file of the folder imports (``model.py`` beside ``train.py`` is a
-    module). Returns (entry, why not) where entry is None when there is no single
-    entry: several candidates are named, never chosen between.
+    module); ``setup.py``, ``conftest.py``, ``noxfile.py`` and a package's
+    ``__init__.py``/``__main__.py`` are never one. Returns (entry, why not) where
+    entry is None when there is no single entry: several candidates are named,
+    never chosen between.
     """
     if len(paths) == 1 and Path(paths[0]).is_file():
         return Path(paths[0]), ""
@@ -218,7 +220,7 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
                 texts[f] = f.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-    guarded = [f for f, text in texts.items() if _MAIN_GUARD.search(text)]
+    guarded = [f for f, t in texts.items() if _MAIN_GUARD.search(t) and f.name not in _NOT_ENTRIES]
     candidates = guarded or _top_level_scripts(texts)
     if len(candidates) == 1:
         return candidates[0], ""
@@ -235,6 +237,8 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
 
 
 _MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]", re.MULTILINE)
+# files run by other tools, never a folder's program
+_NOT_ENTRIES = frozenset({"setup.py", "conftest.py", "__init__.py", "__main__.py", "noxfile.py"})
 _RUNS = (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
 
 
@@ -264,7 +268,7 @@ def _top_level_scripts(texts: dict[Path, str]) -> list[Path]:
                 imported.update(a.name for a in node.names)
         if any(_runs(s) for s in tree.body):
             runs.append(f)
-    return [f for f in runs if f.stem not in imported]
+    return [f for f in runs if f.stem not in imported and f.name not in _NOT_ENTRIES]
 
 
 _NOT_CUDA = (
