@@ -117,6 +117,13 @@ with another ``src`` by ``PYTHONPATH=SRC python benchmarks/bench_precision_sampl
 benchmarks/data/precision_sample_x.csv`` (after fetching the repositories into ``--mirror``):
 per rule real / low / noise / gone with the Wilson 95% lower bound, every real row gone, and
 every finding reported now that the recorded population lacks (``NEW, NOT JUDGED``).
+Held-out sample AA (main's rules at 41f0cbaf, 27 more new repositories) capped each
+repository's share by a rule written before the draw (Z's draw was 36 of 100 from one):
+``--per-repo 10`` walks one seeded permutation of all findings and takes each unless its
+repository already has 10 (raised until the draw fills); each repository's rows are a uniform
+sample of its findings, and the order file lists the permutation's first findings left out:
+``--repos benchmarks/data/precision_repos_round5aa.json --sample
+benchmarks/data/precision_sample_aa.csv --seed 60 --draw 100 --per-repo 10 --record``.
 ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
