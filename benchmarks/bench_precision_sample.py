@@ -117,6 +117,13 @@ with another ``src`` by ``PYTHONPATH=SRC python benchmarks/bench_precision_sampl
 benchmarks/data/precision_sample_x.csv`` (after fetching the repositories into ``--mirror``):
 per rule real / low / noise / gone with the Wilson 95% lower bound, every real row gone, and
 every finding reported now that the recorded population lacks (``NEW, NOT JUDGED``).
+Held-out sample AA (main's rules at 41f0cbaf, 27 more new repositories) capped each
+repository's share by a rule written before the draw (Z's draw was 36 of 100 from one):
+``--per-repo 10`` walks one seeded permutation of all findings and takes each unless its
+repository already has 10 (raised until the draw fills); each repository's rows are a uniform
+sample of its findings, and the order file lists the permutation's first findings left out:
+``--repos benchmarks/data/precision_repos_round5aa.json --sample
+benchmarks/data/precision_sample_aa.csv --seed 60 --draw 100 --per-repo 10 --record``.
 ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
@@ -229,10 +236,17 @@ def _beside(sample: Path, suffix: str) -> Path:
 
 
 def _record(
-    sample: Path, drawn: list[Key], picked: list[Key], found: list[Key], seed: int, repos: Path
+    sample: Path,
+    drawn: list[Key],
+    picked: list[Key],
+    found: list[Key],
+    seed: int,
+    repos: Path,
+    capping: tuple[int, list[Key]] | None = None,
 ) -> None:
     """Write the drawn order (the CSV's 0-based data rows in the order the seeded draw
-    returned them) and the population drawn from beside the sample."""
+    returned them) and the population drawn from beside the sample; with ``capping`` (the
+    cap and the permutation's first findings it left out), say how the draw was capped."""
     row = {key: i for i, key in enumerate(picked)}
     head = (
         f"# the drawn order: the 0-based data rows of {sample.name} in the order\n"
@@ -240,6 +254,16 @@ def _record(
         "sorted, as --draw writes it);\n# rows are judged in this order, so a judged prefix "
         "is a uniform random sample.\n"
     )
+    if capping is not None:
+        cap, over = capping
+        head = (
+            f"# the drawn order: the 0-based data rows of {sample.name} in the order they come\n"
+            f"# in random.Random({seed}).sample(findings, len(findings)), taken while their "
+            f"repository had fewer than {cap}\n# (--per-repo; a repository's rows are a uniform "
+            "sample of its findings). The permutation's first\n"
+            f"# {len(drawn)} findings are a plain uniform draw; these {len(over)} of them were "
+            "over the cap, not taken:\n"
+        ) + "".join(f"# over the cap: {list(key)}\n" for key in over)
     order = _beside(sample, "_order.txt")
     order.write_text(head + "".join(f"{row[key]}\n" for key in drawn))
     about = f"every default-on finding (repo, path, line, code) on {repos.name}, the population "
@@ -247,6 +271,26 @@ def _record(
     population = _beside(sample, "_population.json")
     population.write_text(json.dumps({"about": about, "default": found}, indent=0) + "\n")
     print(f"drawn order in {order}, population ({len(found)}) in {population}")
+
+
+def capped(order: list[Key], n: int, cap: int) -> tuple[list[Key], int]:
+    """The first ``n`` findings of ``order`` (a seeded permutation of the population) taken
+    so that no repository has more than the cap, and that cap: ``cap``, raised by one until
+    the population can fill ``n`` (or all of it) under it. Each repository's taken findings
+    are the first of its own in ``order``: a uniform sample of its findings."""
+    per_repo = Counter(key[0] for key in order)
+    want = min(n, len(order))
+    while sum(min(count, cap) for count in per_repo.values()) < want:
+        cap += 1
+    taken: list[Key] = []
+    held: Counter[str] = Counter()
+    for key in order:
+        if len(taken) == want:
+            break
+        if held[key[0]] < cap:
+            taken.append(key)
+            held[key[0]] += 1
+    return taken, cap
 
 
 def draw(
@@ -258,6 +302,7 @@ def draw(
     skip: list[Path],
     codes: list[str],
     record: bool = False,
+    per_repo: int = 0,
 ) -> None:
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
@@ -276,6 +321,14 @@ def draw(
             of_rule = [k for k in found if k[3] == code]
             picked += rng.sample(of_rule, min(caps[code], len(of_rule)))
         picked.sort()
+    elif per_repo:  # one seeded permutation walked, at most the cap from one repository
+        order = rng.sample(found, len(found))
+        drawn, cap = capped(order, n, per_repo)
+        picked = sorted(drawn)
+        if record:
+            taken = set(drawn)
+            over = [k for k in order[: len(drawn)] if k not in taken]
+            _record(sample, drawn, picked, found, seed, repos, (cap, over))
     else:
         drawn = rng.sample(found, min(n, len(found)))
         picked = sorted(drawn)
@@ -549,6 +602,13 @@ def main() -> int:
         default=[],
         help="samples whose findings are not drawn again",
     )
+    parser.add_argument(
+        "--per-repo",
+        type=int,
+        default=0,
+        help="with a uniform --draw: walk one seeded permutation of all findings, taking at most "
+        "this many from one repository (raised by one until the draw can be filled)",
+    )
     args = parser.parse_args()
     if args.draw:
         draw(
@@ -560,6 +620,7 @@ def main() -> int:
             args.skip,
             args.codes,
             args.record,
+            args.per_repo,
         )
     if args.pool:
         pool(args.mirror, args.pool, args.now)
