@@ -15,6 +15,7 @@ drawn; TP101 reports the default exactly when something lets the value reach cod
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,6 +37,9 @@ STATEMENTS = {
     "later = lambda: device": True,
     "names = [str(device) for _ in range(2)]": True,
     "exec('print(device)')": True,
+    "builtins.exec('print(device)')": True,
+    "import inspect; seen = inspect.currentframe().f_locals": True,
+    "self.save_hyperparameters()": True,  # Lightning's: reads its caller's frame
 }
 DECORATORS = {
     "": False,
@@ -50,7 +54,7 @@ PLACES = {
     "forward": ("class Net(nn.Module):\n", "def forward(self, x, device={}, **kwargs):\n"),
     "nested": ("def outer():\n", "def run(x, device={}, **kwargs):\n"),
 }
-HEAD = "import functools\n\nimport torch\nimport torch.nn as nn\n\n\n"
+HEAD = "import builtins\nimport functools\n\nimport torch\nimport torch.nn as nn\n\n\n"
 
 
 def _source(place: str, default: str, decorator: str, body: list[str]) -> tuple[str, int]:
@@ -92,3 +96,23 @@ def test_a_decorator_may_read_what_the_body_does_not(
 ) -> None:
     source, line = _source(place, default, decorator, body)
     assert _reported(source, line) == (1 if DECORATORS[decorator] else 0), source
+
+
+READERS = sorted(s for s, read in STATEMENTS.items() if read)
+FILLERS = sorted(s for s, read in STATEMENTS.items() if not read)
+
+
+@pytest.mark.parametrize("reader", READERS)
+@given(
+    place=st.sampled_from(sorted(PLACES)),
+    default=st.sampled_from(DEFAULTS),
+    decorator=st.sampled_from(sorted(d for d, read in DECORATORS.items() if not read)),
+    fillers=st.lists(st.sampled_from(FILLERS), max_size=3),
+    at=st.integers(min_value=0, max_value=3),
+)
+def test_each_reader_keeps_the_finding(
+    reader: str, place: str, default: str, decorator: str, fillers: list[str], at: int
+) -> None:
+    body = [*fillers[:at], reader, *fillers[at:]]
+    source, line = _source(place, default, decorator, body)
+    assert _reported(source, line) == 1, source

@@ -13,12 +13,14 @@ The invariant, each point needed (any doubt: read, and the default is reported):
   and classes, their defaults and decorators: anything below the ``def`` but its own
   signature and decorators) is the parameter's, in any context: a read, a rebinding that a
   later read might follow, a ``del``, a ``nonlocal`` of a nested function;
-* the body calls no frame reader by name (``locals()``, ``vars()``, ``eval``, ``exec``,
-  ``dir()``: they see the parameter without naming it), and the file spells none of
-  :data:`_INTROSPECTION` (``inspect.currentframe``, ``sys._getframe``, a frame's
-  ``f_locals``, Lightning's ``save_hyperparameters()`` and fastai's ``store_attr()``, which read
-  the caller's frame; ``inspect.signature``, ``__defaults__``, ``getcallargs``, which read the
-  default itself for code elsewhere to use);
+* the body names no frame reader (``locals()``, ``vars()``, ``eval``, ``exec``, ``dir()``,
+  also as an attribute, ``builtins.eval``: they see the parameter without naming it), and the
+  file spells none of :data:`_INTROSPECTION`: ``inspect`` at all (``currentframe``,
+  ``stack``, ``signature``, ``getcallargs``, imported from it or not), ``sys._getframe``, a
+  frame's ``f_locals``/``f_back``, Lightning's ``save_hyperparameters()`` and fastai's
+  ``store_attr()`` (which read their caller's frame), a function's ``__defaults__``,
+  ``__kwdefaults__``, ``__signature__`` or ``__wrapped__`` (the default itself, read for code
+  elsewhere to use);
 * the function has no decorator but one that calls it with its caller's arguments
   (``_passed_defaults.SAME_CALL_DECORATORS``) or that wraps nothing (``staticmethod``,
   ``classmethod``, ``abc.abstractmethod``, ``typing.overload``): another decorator may read
@@ -26,9 +28,10 @@ The invariant, each point needed (any doubt: read, and the default is reported):
   method, the class has no decorator and no keyword (a metaclass) either.
 
 Not a reader: a caller, a subclass or a framework calling the function by name: whatever they
-pass or leave, the function does not read it. Left reported: code elsewhere in the project
-reading the default through another module's introspection of this one (not seen from the
-file; no sample row has it).
+pass or leave, the function does not read it. Not seen from the file, so not kept (none in
+the judged rows this stops reporting, each read): a helper of another module, called in the body, that reads its caller's frame
+under a name of its own (the two known frameworks' are above), and another module reading
+this function's default by introspection.
 """
 
 from __future__ import annotations
@@ -39,14 +42,12 @@ from torchport.check._context import Context
 
 __all__ = ["never_read"]
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # called by name in the body: they see the function's locals without naming them
 _FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir"})
 # spelled anywhere in the file: a frame's or a signature's reader (the points above)
 _INTROSPECTION = (
-    *("currentframe", "_getframe", "f_locals", "getargvalues", "getouterframes", "inspect.stack"),
-    *("save_hyperparameters", "store_attr", "signature", "getfullargspec", "getargspec"),
-    *("__defaults__", "__kwdefaults__", "getcallargs", "__wrapped__"),
+    *("inspect", "_getframe", "f_locals", "f_back", "save_hyperparameters", "store_attr"),
+    *("signature", "__defaults__", "__kwdefaults__", "__wrapped__"),
 )
 # decorators that wrap nothing, or only mark the function
 _INERT = frozenset(
@@ -75,6 +76,8 @@ def never_read(
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and (node.id == param or node.id in _FRAME_READERS):
                 return False
+            if isinstance(node, ast.Attribute) and node.attr in _FRAME_READERS:
+                return False  # `builtins.eval(...)`
             if isinstance(node, ast.arg) and node.arg == param:
                 return False  # a nested function's own `param`: read or not, doubt
             if isinstance(node, (ast.Global, ast.Nonlocal)) and param in node.names:
