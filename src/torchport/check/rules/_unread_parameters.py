@@ -29,9 +29,9 @@ The invariant, each point needed (any doubt: read, and the default is reported):
 
 Not a reader: a caller, a subclass or a framework calling the function by name: whatever they
 pass or leave, the function does not read it. Not seen from the file, so not kept (none in
-the judged rows this stops reporting, each read): a helper of another module, called in the body, that reads its caller's frame
-under a name of its own (the two known frameworks' are above), and another module reading
-this function's default by introspection.
+the judged rows this stops reporting, each read): a helper of another module, called in the
+body, that reads its caller's frame under a name of its own (the two known frameworks' are
+above), and another module reading this function's default by introspection.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ class HardCodedCuda(Rule):
             "ckpt = torch.load(path, map_location=device, weights_only=True)\n",
         ),
         Example('device = "cuda"\n'),
-        Example('class Runner:\n    def __init__(self, model, device="cuda:0"):\n        pass\n'),
+        Example('class Run:\n    def __init__(self, device="cuda:0"):\n        self.d = device\n'),
         Example('import torch\n\ndev = torch.device("cuda", local_rank)\n'),
         Example(
             "import numpy as np\n\n\ndef run(x):\n    return x.cuda(1)\n",
