@@ -60,8 +60,11 @@ FOUND = [
     # the CUDA-or-CPU idiom: its own rule
     ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP109"),
     # what maintainers changed in their own ports, missed before
-    ("    class Run:\n        def __init__(self, device='cuda'):\n            pass\n", "TP101"),
-    ("    def kw(x, *, map_device='cuda:0'):\n        return x\n", "TP101"),
+    (
+        "    class Run:\n        def __init__(self, device='cuda'):\n            self.d = device\n",
+        "TP101",
+    ),
+    ("    def kw(x, *, map_device='cuda:0'):\n        return x.to(map_device)\n", "TP101"),
     ("    assert x.is_cuda\n    y = kernel[(4,)](x)\n", "TP103"),
     ("    with torch.cuda.device(x.device):\n        y = kernel[(4,)](x)\n", "TP401"),
     ("    torch.backends.cuda.matmul.allow_tf32 = True\n", "TP407"),

@@ -115,23 +115,26 @@ def test_a_default_is_left_alone_only_when_no_call_can_run_it(
 @pytest.mark.parametrize(
     "source",
     [
+        # (each body reads the parameter: one no code reads places nothing,
+        # test_hard_coded_cuda_unread_parameter.py)
         # a name mentioned other ways: a string, an attribute, a rebinding, introspection
-        '__all__ = ["_f"]\n\n\ndef _f(x, device="cuda"):\n    pass\n\n\n_f(1, device=d)\n',
-        'import m\n\n\ndef _f(x, device="cuda"):\n    pass\n\n\n_f(1, d)\nm._f(1)\n',
-        'def _f(x, device="cuda"):\n    pass\n\n\n_f(1, d)\n_f = g\n',
-        'def _f(x, device="cuda"):\n    pass\n\n\n_f(1, d)\neval("_f(1)")\n',
+        '__all__ = ["_f"]\n\n\ndef _f(x, device="cuda"):\n    return device\n\n\n_f(1, device=d)\n',
+        'import m\n\n\ndef _f(x, device="cuda"):\n    return device\n\n\n_f(1, d)\nm._f(1)\n',
+        'def _f(x, device="cuda"):\n    return device\n\n\n_f(1, d)\n_f = g\n',
+        'def _f(x, device="cuda"):\n    return device\n\n\n_f(1, d)\neval("_f(1)")\n',
         # defined twice, decorated by a decorator not known to keep the call (those that
         # are: test_hard_coded_cuda_passed_defaults_decorated.py), a positional-only
         # parameter given by keyword
-        'def _f(x, device="cuda"):\n    pass\n\n\ndef _f(x, device="cuda"):\n    pass\n\n\n'
-        "_f(1, d)\n",
+        'def _f(x, device="cuda"):\n    return device\n\n\n'
+        'def _f(x, device="cuda"):\n    return device\n\n\n_f(1, d)\n',
         'import functools\n\n\n@functools.singledispatch\ndef _f(x, device="cuda"):\n'
-        "    pass\n\n\n_f(1, d)\n",
-        'def _f(x, device="cuda", /):\n    pass\n\n\n_f(1, device=d)\n',
+        "    return device\n\n\n_f(1, d)\n",
+        'def _f(x, device="cuda", /):\n    return device\n\n\n_f(1, device=d)\n',
         # a class that builds itself, or one whose base may (`from_pretrained`)
-        'class _F:\n    def __init__(self, device="cuda"):\n        pass\n\n'
+        'class _F:\n    def __init__(self, device="cuda"):\n        self.device = device\n\n'
         "    def copy(self):\n        return type(self)()\n\n\n_F(d)\n",
-        'class _F(Base):\n    def __init__(self, device="cuda"):\n        pass\n\n\n_F(d)\n',
+        'class _F(Base):\n    def __init__(self, device="cuda"):\n'
+        "        self.device = device\n\n\n_F(d)\n",
         # a default that needs CUDA when the `def` runs, used or not
         "import torch\n\n\ndef _f(x, device=torch.zeros(1).cuda()):\n    pass\n\n\n_f(1, d)\n",
         "import torch\n\n\ndef _f(x, device=torch.zeros(1).cuda().device):\n    pass\n\n\n"
@@ -139,8 +142,8 @@ def test_a_default_is_left_alone_only_when_no_call_can_run_it(
         'import torch\n\n\ndef _f(x, device=torch.device("cuda", torch.cuda.current_device())):\n'
         "    pass\n\n\n_f(1, d)\n",
         # a method other than `__init__`: its callers are not followed
-        'class _F:\n    def _go(self, device="cuda"):\n        pass\n\n    def run(self, d):\n'
-        "        self._go(d)\n",
+        'class _F:\n    def _go(self, device="cuda"):\n        self.device = device\n\n'
+        "    def run(self, d):\n        self._go(d)\n",
     ],
 )
 def test_other_mentions_keep_the_finding(source: str) -> None:
@@ -148,6 +151,7 @@ def test_other_mentions_keep_the_finding(source: str) -> None:
 
 
 def test_a_default_left_alone_leaves_the_others() -> None:
-    source = 'def _f(x, device="cuda", map_device="cuda:1"):\n    pass\n\n\n_f(1, device=d)\n'
+    source = 'def _f(x, device="cuda", map_device="cuda:1"):\n    return device, map_device\n\n\n'
+    source += "_f(1, device=d)\n"
     found = check_text(source, "train.py", ruleset_for(["TP101"], None)).findings
     assert [(f.line, f.col) for f in found] == [(1, source.index('"cuda:1"') + 1)]  # 1-based, found

@@ -28,8 +28,10 @@ Left alone only when all of this holds (for a public one, the first and last poi
 * for a class, nothing in it builds an instance without naming it (``cls``, ``type(...)``,
   ``__class__``, ``__init__`` called by hand).
 
-A function with no call at all has its default reported (nothing shows it is unused), and so
-is a default whose evaluation needs CUDA (``device=torch.zeros(1).cuda().device``): Python
+A function with no call at all has its default reported (nothing shows it is unused), unless
+no code reads the parameter (``rules/_unread_parameters.py``: then no caller matters, and
+neither do the decorator, class and name points above but its own); so is a default whose
+evaluation needs CUDA (``device=torch.zeros(1).cuda().device``): Python
 evaluates it when the ``def`` runs, used or not. Only a constant, ``a if t else b`` of such (a
 test calling nothing but ``is_available()``) or ``torch.device(...)`` of constants qualifies.
 
@@ -52,6 +54,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
+from torchport.check.rules._unread_parameters import never_read
 
 __all__ = ["SAME_CALL_DECORATORS", "default_never_runs", "parameter_defaulted"]
 
@@ -78,18 +81,20 @@ def default_never_runs(param: str, ctx: Context) -> bool:
     chain = ctx.ancestors[:-1] if isinstance(ctx.parent, ast.arguments) else ctx.ancestors
     if len(chain) < 2 or not isinstance(chain[-1], _FUNCTIONS):
         return False
-    if not all(_same_call(d, ctx) for d in chain[-1].decorator_list):
-        return False
     func, holder = chain[-1], chain[-2]
+    default = dict(_defaults(func.args)).get(param)
+    if default is None or not _made_anywhere(default, ctx):
+        return False  # a default is evaluated when the `def` runs, used or not
+    if never_read(param, func, holder, ctx, SAME_CALL_DECORATORS):
+        return True  # no code reads it (`rules/_unread_parameters.py`)
+    if not all(_same_call(d, ctx) for d in func.decorator_list):
+        return False
     target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef = func
     if isinstance(holder, ast.ClassDef):
         if func.name != "__init__" or not _plain_class(holder, ctx) or len(chain) < 3:
             return False
         target, holder = holder, chain[-3]
     name = target.name
-    default = dict(_defaults(func.args)).get(param)
-    if default is None or not _made_anywhere(default, ctx):
-        return False  # a default is evaluated when the `def` runs, used or not
     nested = isinstance(holder, _FUNCTIONS)
     shift = 1 if target is not func else 0
     positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)][shift:]

@@ -20,7 +20,13 @@ class DiscardedMove(Rule):
     statement does nothing but a copy that is thrown away; the next line still
     uses the old tensor on the old device. (`model.to(device)` on an
     `nn.Module` moves it in place and is fine; the rule stays silent when the
-    receiver may be a module.)
+    receiver may be a module.) Left alone: a move of a tensor the statement itself
+    makes from a shape (`torch.zeros((1, 1)).to(device, torch.float32)`, a
+    `torch.randn`, `torch.empty_like`, also after `.float()`, `.contiguous()` and
+    such of it): it holds no one's data and no name holds it, so nothing is left
+    on the old device; such a statement runs for its effect, a warm-up on a new
+    stream (sample Z's N1). Not a copy of data a name holds (`torch.tensor(x)`,
+    `torch.cat([a, b])`, `x.clone()`): it may be the move of `x` meant.
 
     ## Fix safety
     The fix assigns the result back (`x = x.to(device)`), which changes what
@@ -40,6 +46,7 @@ class DiscardedMove(Rule):
         "net = Net()\nnet.cuda()\n",
         "x = x.to(device)\n",
         "weight_post_process.to(device)\n",
+        "import torch\n\ntorch.zeros((1, 1)).to(device, torch.float32)\n",  # a warm-up
     )
     invalid = (
         Example(
@@ -76,7 +83,37 @@ def _a_tensor_moved(value: ast.expr, ctx: Context) -> ast.Call | None:
     receiver = value.func.value
     if probably_module(receiver, ctx) or not probably_tensor(receiver, ctx):
         return None
-    return value
+    return None if _made_here(receiver, ctx) else value
+
+
+# torch's factories that make a tensor from a shape and constants (or another's shape: the
+# `_like` ones), no tensor's data: not `tensor`, `as_tensor`, `cat`, `stack`, `from_numpy`
+_FROM_A_SHAPE = frozenset(
+    f"torch.{n}"
+    for n in ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
+              "rand", "randn", "randint", "randperm", "zeros_like", "ones_like",
+              "empty_like", "full_like", "rand_like", "randn_like")
+)  # fmt: skip
+# methods whose result is their receiver or a new tensor made from it alone: of a tensor no
+# name holds, a tensor no name holds (not `.pow(x)`, `.add(x)`, `.set_(x)`: another's data)
+_OWN_RESULT = frozenset(
+    {"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone",
+     "detach", "to", "cuda", "cpu", "view", "reshape", "squeeze", "unsqueeze", "t", "sum",
+     "mean", "abs", "sqrt", "softmax", "argmax"}
+)  # fmt: skip
+
+
+def _made_here(receiver: ast.expr, ctx: Context) -> bool:
+    """``receiver`` is a tensor made from a shape that no name holds: a call of one of
+    :data:`_FROM_A_SHAPE`, or one of :data:`_OWN_RESULT`'s methods called on such."""
+    while isinstance(receiver, ast.Call):
+        func = receiver.func
+        if ctx.qualname(func) in _FROM_A_SHAPE:
+            return True
+        if not isinstance(func, ast.Attribute) or func.attr not in _OWN_RESULT:
+            return False
+        receiver = func.value
+    return False
 
 
 def _can_assign_back(receiver: ast.expr, ctx: Context) -> bool:

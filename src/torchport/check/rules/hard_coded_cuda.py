@@ -40,12 +40,12 @@ class HardCodedCuda(Rule):
     trigger a GPU warning) or `with FakeTensorMode()`, test code whose subject is CUDA (named,
     marked or skipped for it or its GPU architecture, asserting it first, naming two GPUs,
     starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`),
-    a default every call of the function passes (its repository's, `rules/_passed_defaults.py`),
-    benchmark code (a `bm_*` file or function, a test's timing closure, a timing program: it
-    times one device on purpose), a class's own `cuda()` method, and code in the arm of a device
-    check where CUDA is there (`if device.type == "cuda":`, any case, `if
-    torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`): ported, or TP109's
-    choice, except a move in code that carries its device (`self.device`).
+    a default every call of the function passes (its repository's, `rules/_passed_defaults.py`)
+    or no code reads (`rules/_unread_parameters.py`), benchmark code (a `bm_*` file or function,
+    a test's timing closure, a timing program: it times one device on purpose), a class's own
+    `cuda()` method, and code in the arm of a device check where CUDA is there (`if device.type
+    == "cuda":`, any case, `if torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`):
+    ported, or TP109's choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an Apple (MPS), Intel
@@ -112,7 +112,7 @@ class HardCodedCuda(Rule):
             "ckpt = torch.load(path, map_location=device, weights_only=True)\n",
         ),
         Example('device = "cuda"\n'),
-        Example('class Runner:\n    def __init__(self, model, device="cuda:0"):\n        pass\n'),
+        Example('class Run:\n    def __init__(self, device="cuda:0"):\n        self.d = device\n'),
         Example('import torch\n\ndev = torch.device("cuda", local_rank)\n'),
         Example(
             "import numpy as np\n\n\ndef run(x):\n    return x.cuda(1)\n",
