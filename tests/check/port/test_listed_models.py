@@ -113,6 +113,8 @@ _CASES = st.tuples(
         ("list", "zip", True, False),  # a host function beside the model: not sure
         ("list", "for", False, True),  # handed to a function: its forwards out of sight
         ("literal", "zip second", False, False),
+        # a host function among the models of a literal the loop calls back: silent before
+        ("literal", "for", True, False),
     ]
 )
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -212,3 +212,37 @@ def test_an_output_moved_to_the_cpu_is_no_device_value(spelling: str, op: str) -
     )
     fuzz.check_port(source)  # `y` stays beside `pred`, on the CPU
     assert "torch.zeros(1, 2)\n" in port_text(source).source
+
+
+# A literal holding the model beside a function of the file that computes on the host; the
+# code calls an item taken back out. Where the item taken may be the host function, what it
+# returns stays on the CPU, so the literal is reported; where it is surely the model, the
+# forward is followed and nothing is left.
+HOST = "import numpy as np\n\n\ndef host(x):\n    return torch.from_numpy(np.tanh(x.numpy()))\n\n\n"
+TAKEN = {  # road -> (the literal, how an item is taken: {i} the position or key)
+    "loop": ("for f in [{a}, {b}]:\n    ", "f"),
+    "list": ("fs = [{a}, {b}]\n", "fs[{i}]"),
+    "tuple": ("fs = ({a}, {b})\n", "fs[{i}]"),
+    "negative": ("fs = ({a}, {b})\n", "fs[-{j}]"),  # {j}: 2 - the position
+    "dict": ("fs = {{0: {a}, 1: {b}}}\n", "fs[{i}]"),
+}
+
+
+@settings(max_examples=20, deadline=None)
+@given(road=st.sampled_from(sorted(TAKEN)), model_first=st.booleans(), take=st.integers(0, 1))
+def test_an_item_called_back_out_of_a_literal_is_the_model_or_reported(
+    road: str, model_first: bool, take: int
+) -> None:
+    made, callee = TAKEN[road]
+    a, b = ("model", "host") if model_first else ("host", "model")
+    taken_is_model = road != "loop" and (take == 0) == model_first
+    call = callee.format(i=take, j=2 - take) + "(torch.ones(1, 4))"
+    source = (
+        HEAD + HOST + made.format(a=a, b=b) + f"OUT.append(({call} + torch.ones(1, 2)).detach())\n"
+    )
+    fuzz.check_port(source)  # on meta: all on the accelerator, or findings left
+    remaining = port_text(source).remaining
+    if taken_is_model:
+        assert remaining == [], remaining
+    else:
+        assert [f.code for f in remaining] == ["TP523"], remaining

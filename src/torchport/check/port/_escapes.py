@@ -114,7 +114,7 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 continue
             if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and (
                 _builds_model(node, facts, scope)
-                or _only_called_back(node, facts)
+                or _only_called_back(node, facts, scope)
                 or _only_looped_over(node, facts)
                 or _worker_arguments(node, facts, scope)
             ):
@@ -231,11 +231,13 @@ def _followed_partial(node: ast.Call, facts: PortFacts) -> bool:
     return bool(reads)
 
 
-def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
+def _only_called_back(node: ast.expr, facts: PortFacts, scope: PortScope) -> bool:
     """A literal whose models are only taken back out to be called: ``for m in [model]:``
     with every read of ``m`` a call, or ``models = {"a": model}`` with every read of
-    ``models`` a call of an item (``models["a"](x)``). Those calls are forwards the flow
-    follows (their inputs are moved); anything else done with it is out of sight."""
+    ``models`` a call of an item (``models["a"](x)``), every item a call may take a model.
+    Those calls are forwards the flow follows (their inputs are moved); anything else done
+    with it is out of sight, and so is a call of an item that is no model (``for f in
+    [model, host_fn]: f(x)``: what ``host_fn`` returns may be on the CPU)."""
     scopes = facts.ctx.scopes
     parent = scopes.parent(node)
     if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
@@ -266,7 +268,38 @@ def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
             callee, called = called, scopes.parent(called)
         if not (isinstance(called, ast.Call) and called.func is callee):
             return False
+        taken = _items_taken(node, callee.slice if isinstance(callee, ast.Subscript) else None)
+        if not all(facts.builds_model(v, scope) for v in taken):
+            return False  # `for f in [model, host_fn]: f(x)`: what `host_fn` gives is unknown
     return bool(reads)
+
+
+def _items_taken(literal: ast.expr, index: ast.expr | None) -> list[ast.expr]:
+    """The items of ``literal`` a read may take: the one a constant ``index`` names
+    (``pair[0]``, ``pair[-1]``, ``models["a"]``), else every item (a loop, an index not
+    told)."""
+    if isinstance(literal, ast.Dict):
+        if isinstance(index, ast.Constant):
+            for key, value in zip(literal.keys, literal.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == index.value:
+                    return [value]
+        return list(literal.values)  # (a `**other` entry: no key, its value kept)
+    items: list[ast.expr] = getattr(literal, "elts", [])
+    if (
+        isinstance(index, ast.UnaryOp)
+        and isinstance(index.op, ast.USub)
+        and isinstance(index.operand, ast.Constant)
+        and isinstance(index.operand.value, int)
+    ):
+        index = ast.Constant(-index.operand.value)  # `pair[-1]`
+    if (
+        isinstance(index, ast.Constant)
+        and isinstance(index.value, int)
+        and not any(isinstance(e, ast.Starred) for e in items)
+        and -len(items) <= index.value < len(items)
+    ):
+        return [items[index.value]]
+    return items
 
 
 def _only_looped_over(node: ast.expr, facts: PortFacts) -> bool:
