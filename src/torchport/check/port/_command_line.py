@@ -30,6 +30,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import note
+from torchport.check._syntax import parsed_module
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["CommandLine"]
@@ -277,7 +278,7 @@ def _declared(path: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str
         source = path.read_text(encoding="utf-8", errors="surrogateescape")
         if "add_argument" not in source:
             return frozenset(), frozenset(), frozenset()
-        tree = ast.parse(source)
+        tree = parsed_module(str(path), source)  # (its own port's parse, if kept; or kept)
     except (OSError, SyntaxError, ValueError):
         return frozenset(), frozenset(), frozenset()
     imported: set[str] = set()
