@@ -31,6 +31,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note
 from torchport.check._syntax import parsed_module
+from torchport.check.port._structure import attribute_table
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["CommandLine"]
@@ -114,9 +115,9 @@ class CommandLine:
         """Attributes this file stores on anything but ``self`` (``args.x = ...``)."""
         return {
             node.attr
-            for node in self._ctx.scopes.nodes_of(ast.Attribute)
-            if isinstance(node, ast.Attribute)
-            and not isinstance(node.ctx, ast.Load)
+            for nodes in attribute_table(self._ctx).values()
+            for node in nodes
+            if not isinstance(node.ctx, ast.Load)
             and not (isinstance(node.value, ast.Name) and node.value.id == "self")
         }
 

@@ -306,7 +306,7 @@ def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: Po
                 ctx.qualname(n.func) in made or (known.constructor(n) and not known.stateless(n))
             ),
         )
-        classes = {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]
+        classes = _classes_by_name(facts)
         answers[method.name] = base_init_may_call(method.name, cls, classes, known.qualname, hook)
     return bool(answers[method.name])
 
@@ -458,17 +458,27 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
     return not any(id(n) not in inside for n in _attributes_named(name, ctx))
 
 
+def _classes_by_name(facts: PortFacts) -> dict[str, ast.AST]:
+    """The file's classes by name, the last in ``ast.walk`` order where a name has several.
+
+    The port's structure walk met every class (its own order); where no two share a name,
+    that order cannot matter, and the scope map's node index (a walk of the whole tree)
+    is not built for it.
+    """
+    if facts.structure.walked:
+        names = [c.name for c in facts.classdefs]
+        if len(set(names)) == len(names):
+            return dict(zip(names, facts.classdefs, strict=True))
+    return {c.name: c for c in facts.ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]
+
+
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
-    """Every ``X.<attr>`` in the file (the ``Attribute`` nodes of the whole tree, by name:
-    one table per file, not one walk of the tree per method asked about)."""
-    table = ctx.memo.get("module.attributes")
-    if not isinstance(table, dict):
-        found: dict[str, list[ast.Attribute]] = {}
-        for n in ctx.scopes.nodes_of(ast.Attribute):  # (the scope map's index of the tree)
-            assert isinstance(n, ast.Attribute)
-            found.setdefault(n.attr, []).append(n)
-        table = ctx.memo["module.attributes"] = found
-    return table.get(attr, [])
+    """Every ``X.<attr>`` in the file, in no promised order (one table per file, not one
+    walk of the tree per method asked about: the port's structure walk's where it walked
+    the file)."""
+    from torchport.check.port._structure import attribute_table
+
+    return attribute_table(ctx).get(attr, [])
 
 
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
