@@ -517,10 +517,11 @@ def _class_programs(draw: st.DrawFn) -> str:
 @given(_class_programs())
 def test_the_classes_by_name_are_ast_walks_last(source: str) -> None:
     from torchport.check.port._facts import port_facts
-    from torchport.check.rules._module_tensors import _classes_by_name
+    from torchport.check.port._structure import classes_by_name
 
     tree = ast.parse(source)
     want = {n.name: id(n) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    facts = port_facts(Context(source, "<string>", tree))
+    ctx = Context(source, "<string>", tree)
+    facts = port_facts(ctx)
     assert facts.structure.walked
-    assert {k: id(v) for k, v in _classes_by_name(facts).items()} == want
+    assert {k: id(v) for k, v in classes_by_name(facts.structure, ctx).items()} == want

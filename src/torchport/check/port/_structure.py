@@ -32,7 +32,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
-__all__ = ["NO_CHILD_FIELDS", "FileStructure", "attribute_table"]
+__all__ = ["NO_CHILD_FIELDS", "FileStructure", "attribute_table", "classes_by_name"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Fields that hold no node, or only a context or an operator (``Load``, ``Add``, which
@@ -350,3 +350,16 @@ def attribute_table(ctx: Context) -> dict[str, list[ast.Attribute]]:
         table.setdefault(n.attr, []).append(n)
     ctx.memo["module.attributes"] = table
     return table
+
+
+def classes_by_name(structure: FileStructure, ctx: Context) -> dict[str, ast.AST]:
+    """The file's classes by name, the last in ``ast.walk`` order where a name has several.
+
+    The structure's walk met every class (in its own order); where no two share a name,
+    the order cannot matter, and the node index (a walk of the whole tree) is not built.
+    """
+    if structure.walked:
+        names = [c.name for c in structure.classdefs]
+        if len(set(names)) == len(names):
+            return dict(zip(names, structure.classdefs, strict=True))
+    return {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]

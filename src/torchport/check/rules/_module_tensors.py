@@ -298,6 +298,8 @@ def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: Po
     a method the file never calls that returns a module or tensor it makes (``_build_encoder``)."""
     answers = _memo(facts.ctx, "module.run_by_a_base_init").setdefault(id(cls), {})
     if method.name not in answers:
+        from torchport.check.port._structure import classes_by_name
+
         ctx, known = facts.ctx, facts.known
         made = frozenset().union(*creators())  # `torch.ones(n)`
         hook = not _attributes_named(method.name, ctx) and returns_a_built_module(
@@ -306,7 +308,7 @@ def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: Po
                 ctx.qualname(n.func) in made or (known.constructor(n) and not known.stateless(n))
             ),
         )
-        classes = _classes_by_name(facts)
+        classes = classes_by_name(facts.structure, ctx)
         answers[method.name] = base_init_may_call(method.name, cls, classes, known.qualname, hook)
     return bool(answers[method.name])
 
@@ -456,20 +458,6 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
     if written == defs + calls[name]:
         return True  # the chain's own `self.<name>(...)` are all the `X.<name>` there are
     return not any(id(n) not in inside for n in _attributes_named(name, ctx))
-
-
-def _classes_by_name(facts: PortFacts) -> dict[str, ast.AST]:
-    """The file's classes by name, the last in ``ast.walk`` order where a name has several.
-
-    The port's structure walk met every class (its own order); where no two share a name,
-    that order cannot matter, and the scope map's node index (a walk of the whole tree)
-    is not built for it.
-    """
-    if facts.structure.walked:
-        names = [c.name for c in facts.classdefs]
-        if len(set(names)) == len(names):
-            return dict(zip(names, facts.classdefs, strict=True))
-    return {c.name: c for c in facts.ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]
 
 
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:

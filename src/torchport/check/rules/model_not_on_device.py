@@ -129,10 +129,7 @@ class ModelNotOnDevice(Rule):
 
 def _never_given_inputs(expr: ast.AST, ctx: Context, facts: PortFacts) -> bool:
     """Whether a model bound to a name is only read for attributes (``model.config``): never
-    called, never handed on, so there are no inputs to move to where its loader put it.
-
-    Any read that may run it answers no, whichever comes first: the reads are the port's
-    structure walk's (no order promised) where it walked the file, not the node index's."""
+    called, never handed on, so there are no inputs to move to where its loader put it."""
     from torchport.check.port._device_flow import NOT_FORWARD  # on first use
 
     holder = ctx.scopes.parent(expr)
@@ -143,8 +140,7 @@ def _never_given_inputs(expr: ast.AST, ctx: Context, facts: PortFacts) -> bool:
     ):
         return False
     name = holder.targets[0].id
-    structure = facts.structure
-    reads = structure.loads_of(name) if structure.walked else ctx.scopes.loads_of(name)
+    reads = facts.structure.loads_of(name) if facts.structure.walked else ctx.scopes.loads_of(name)
     for read in reads:
         if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, holder.targets[0]):
             continue  # another variable of that name
