@@ -135,3 +135,55 @@ def test_the_checker_loads_frozen_only_in_the_program(tmp_path: Path) -> None:
     assert out.returncode == 0, (out.returncode, out.stdout[-1500:], out.stderr[-3000:])
     expected = ["0", "True", "1", "0", "True", "0", "True", "1"]
     assert out.stdout.split()[-8:] == expected, out.stdout
+
+
+# fix and port, and check's `--diff` (fix's dry run), run as the program: the collector the
+# run paused stays paused for the exit (resumed, its first scan went over every tree and
+# module fact the run kept), and an idle teardown is skipped as a check's. A busy teardown
+# runs, with the collector resumed first.
+_FIX_PROGRAM = """
+import atexit, gc, os, sys
+from torchport.cli import _main
+class Speaks:
+    def __del__(self):
+        os.write(2, b"teardown ran\\n")
+speaks = Speaks()
+if {busy}:
+    atexit.register(lambda: os.write(2, f"atexit ran, collector {{gc.isenabled()}}\\n".encode()))
+real = _main.exit_now
+def watched(code):
+    os.write(2, f"exit with the collector {{gc.isenabled()}}\\n".encode())
+    real(code)
+_main.exit_now = watched
+sys.argv = ["torchport", *{argv!r}, "tiny.py"]
+raise SystemExit(_main.main())
+"""
+PORTABLE = "import torch\nmodel = torch.nn.Linear(2, 2)\nprint(model(torch.ones(2)).cuda())\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv", [["port", "--diff"], ["fix", "--diff", "--unsafe"], ["check", "--diff"], ["port"]]
+)
+def test_fix_and_port_programs_end_as_a_checks(tmp_path: Path, argv: list[str]) -> None:
+    runs = []
+    for work in (False, True):
+        (tmp_path / "tiny.py").write_text(PORTABLE)
+        runs.append(
+            subprocess.run(
+                [sys.executable, "-c", _FIX_PROGRAM.format(busy=work, argv=argv)],
+                cwd=tmp_path,
+                capture_output=True,
+                check=False,
+            )
+        )
+        runs[-1].written = (tmp_path / "tiny.py").read_text()  # type: ignore[attr-defined]
+    idle, busy = runs
+    assert idle.returncode == busy.returncode
+    assert idle.stdout == busy.stdout
+    assert idle.written == busy.written  # type: ignore[attr-defined]
+    assert (idle.written != PORTABLE) == (argv == ["port"])  # type: ignore[attr-defined]
+    assert b"exit with the collector False" in idle.stderr, idle.stderr
+    assert b"teardown ran" not in idle.stderr and b"atexit ran" not in idle.stderr
+    assert b"atexit ran, collector True" in busy.stderr, busy.stderr
+    assert b"teardown ran" in busy.stderr

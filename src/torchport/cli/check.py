@@ -110,6 +110,16 @@ def _imports_kept() -> Iterator[None]:
         gc.enable()
 
 
+def _pause_for_the_exit() -> None:
+    """Run as the program, the process ends after this check (cli/_main.exit_now). The run
+    pauses the cyclic collector while it checks (files/_work.no_cycle_scans); resumed, its
+    first scan went over everything the run still held (every kept tree and answer: ~0.16 s
+    on a 300-file tree) to free almost nothing the exit does not. So it stays paused."""
+    if AS_PROGRAM and gc.isenabled():
+        gc.disable()
+        PAUSED.append(True)
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.jobs is None:  # one process, --diff and --add-noqa too (check_paths says why)
         args.jobs = 1
@@ -128,19 +138,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.diff:  # what `fix` would change: fix's own dry run, with check's selection
         from torchport.cli import fix
 
+        _pause_for_the_exit()
         args.unsafe = args.speed = False
         return fix.run(args)
     with _imports_kept():
         from torchport.check import check_paths, render, render_statistics
 
     paths, stdin, _ = run_paths(args)
-    if AS_PROGRAM and gc.isenabled():
-        # The process ends after this check (cli/_main.exit_now). The run pauses the cyclic
-        # collector while it checks (files/_work.no_cycle_scans); resumed, its first scan
-        # went over everything the run still held (every kept tree and answer: ~0.16 s on
-        # a 300-file tree) to free almost nothing the exit does not. So it stays paused.
-        gc.disable()
-        PAUSED.append(True)
+    _pause_for_the_exit()
     with report_stream(args, sys.stdout) as (out, colour):
         progress = ProgressLine("Checking", args)
         try:

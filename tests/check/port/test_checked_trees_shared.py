@@ -162,3 +162,101 @@ def test_the_findings_are_the_same_with_and_without_the_kept_trees(
             sorted((Path(f.path).name, f.line, f.code, f.message) for f in result.findings)
         )
     assert found[0] == found[1]
+
+
+# A port (fix's run, every file's port analysis and its project view) hands its trees on
+# as a check does: a file ported before a later view or star import reads it is not parsed
+# again, and the tree handed on is the very tree ``ast.parse`` makes of the file's text
+# (the port's analysis and its fixes leave it as they found it).
+
+
+def _port(root: Path, files: dict[str, str], chars: int) -> tuple[list[object], Counter[str]]:
+    """The port's diffs and findings of ``files`` under ``root`` in a fresh process state
+    keeping up to ``chars`` characters of checked trees, and each text's parses."""
+    from torchport.check import port_paths
+
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    parsed: Counter[str] = Counter()
+    real = ast.parse
+
+    def counting(source: Any, *args: Any, **kwargs: Any) -> ast.Module:
+        parsed[source] += 1
+        return real(source, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_syntax, "_CHECKED", OrderedDict())
+        mp.setattr(_syntax, "_KEPT", OrderedDict())
+        mp.setattr(_syntax, "_checked", [False, 0])
+        mp.setattr(_syntax, "_CHECKED_CHARS", chars)
+        mp.setattr(_project, "_CACHE", {})
+        mp.setattr(ast, "parse", counting)
+        result = port_paths([root], diff=True, jobs=1)
+        # What the port kept is each file's text parsed, untouched by its analysis.
+        for source, tree in _syntax._CHECKED.values():
+            want = real(source)
+            assert ast.dump(tree, include_attributes=True) == ast.dump(
+                want, include_attributes=True
+            )
+    assert not result.errors, result.errors
+    diffs = sorted((Path(c.path).name, c.diff.replace(str(root), "ROOT")) for c in result.changed)
+    left = sorted((Path(f.path).name, f.line, f.col, f.code, f.message) for f in result.remaining)
+    return [diffs, left], parsed
+
+
+def test_a_module_ported_before_a_view_reads_it_is_not_parsed_again(tmp_path: Path) -> None:
+    files = {
+        "a_first.py": "import torch\nfrom z_other import Other\n\nother = Other()\n",
+        "b_net.py": "import torch\n\n\nclass Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x * torch.ones(2)\n",
+        "c_main.py": "import torch\nfrom b_net import Net\n\nout = Net()(torch.ones(2))\n",
+        "z_other.py": "class Other:\n    pass\n",
+    }
+    shared, parsed = _port(tmp_path / "shared", files, _syntax._CHECKED_CHARS)
+    assert parsed[files["b_net.py"]] == 1, parsed  # ported, then read by c_main's view
+    alone, parsed_alone = _port(tmp_path / "alone", files, 0)  # the oracle: nothing kept
+    assert parsed_alone[files["b_net.py"]] == 2, parsed_alone
+    assert shared == alone
+    assert shared[0], shared  # c_main.py's port moves its model: the view read b_net.py
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(files=_projects())
+def test_the_port_is_the_same_with_and_without_the_kept_trees(
+    files: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    shared, _ = _port(tmp_path_factory.mktemp("kept") / "p", files, _syntax._CHECKED_CHARS)
+    alone, _ = _port(tmp_path_factory.mktemp("alone") / "p", files, 0)
+    assert shared == alone
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_command_line_importer_is_read_from_its_kept_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchport.check.port._command_line import _declared
+
+    path = tmp_path / "train.py"
+    text = (
+        "import argparse\nfrom helpers import step\nLR = 0.1\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--lr', default=LR)\n"
+        "parser.add_argument('--name', type=str)\nparser.add_argument('--w', type=Weights)\n"
+        "args = parser.parse_args()\nargs.extra = make()\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    alone = _declared(path)  # nothing kept: parsed here (and kept for the file's own parse)
+    assert alone == (
+        frozenset({"argparse", "helpers"}),
+        frozenset({"lr", "name"}),
+        frozenset({"w", "extra"}),
+    )
+    parsed: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(
+        ast, "parse", lambda source, *a, **k: parsed.append(source) or real(source, *a, **k)
+    )
+    assert _declared(path) == alone  # the tree kept by the first read: no second parse
+    assert parsed == []

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
@@ -162,6 +163,11 @@ CORNERS = [
     "        case {'k': v, **kw}:\n            global g\n    return [i for i in a if i]\n",
     "import torch\n\nx = f'{a!r:>{w}}' + 'b' * 2\nclass C:\n    import os.path as p\n"
     "    for q in r:\n        pass\n    v = [torch.zeros(1) for _ in q]\n",
+    # attributes in annotations, decorators, defaults, class bases and keywords, and
+    # classes nested in functions and in classes
+    "import torch\n\n@a.b(c.d)\ndef f(x: torch.nn.Module = m.n, *, k: t.u = v.w) -> r.s:\n"
+    "    class In(base.B, metaclass=meta.M):\n        class Deeper:\n            y: q.r = s.t\n"
+    "    return x.to(p.q)\n",
 ]
 
 
@@ -205,6 +211,17 @@ def _same_walk(source: str) -> None:
     for name in [*(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)), "absent"]:
         want = sorted(id(n) for n in scopes.loads_of(name))
         assert sorted(id(n) for n in new.loads_of(name)) == want, name
+    # Every attribute by its name, and every class: ast.walk's, in any order.
+    attributes: dict[str, list[int]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute):
+            attributes.setdefault(n.attr, []).append(id(n))
+    assert {k: sorted(id(n) for n in v) for k, v in new.attributes.items()} == {
+        k: sorted(v) for k, v in attributes.items()
+    }
+    assert sorted(id(c) for c in new.classdefs) == sorted(
+        id(n) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+    )
 
 
 @pytest.mark.parametrize("source", CORNERS)
@@ -470,3 +487,41 @@ def test_a_parameter_s_reads_are_the_scope_map_s_on_corners(source: str) -> None
 @given(port_programs.programs())
 def test_a_parameter_s_reads_are_the_scope_map_s_on_generated_programs(source: str) -> None:
     _same_parameter_reads(source)
+
+
+@st.composite
+def _class_programs(draw: st.DrawFn) -> str:
+    """Classes drawn from three names (the same name often twice), at module level, in a
+    function, in a class, under an ``if``: nested as deep as drawn."""
+    lines = ["import torch"]
+
+    def block(indent: int, depth: int) -> None:
+        for _ in range(draw(st.integers(1, 3))):
+            pad = "    " * indent
+            kind = draw(st.sampled_from(["class", "def", "if"] if depth < 3 else ["class"]))
+            if kind == "class":
+                lines.append(f"{pad}class {draw(st.sampled_from('ABC'))}(torch.nn.Module):")
+            elif kind == "def":
+                lines.append(f"{pad}def f{len(lines)}(self):")
+            else:
+                lines.append(f"{pad}if flag:")
+            lines.append(f"{pad}    x = {len(lines)}")
+            if depth < 3 and draw(st.booleans()):
+                block(indent + 1, depth + 1)
+
+    block(0, 0)
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(_class_programs())
+def test_the_classes_by_name_are_ast_walks_last(source: str) -> None:
+    from torchport.check.port._facts import port_facts
+    from torchport.check.port._structure import classes_by_name
+
+    tree = ast.parse(source)
+    want = {n.name: id(n) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    ctx = Context(source, "<string>", tree)
+    facts = port_facts(ctx)
+    assert facts.structure.walked
+    assert {k: id(v) for k, v in classes_by_name(facts.structure, ctx).items()} == want

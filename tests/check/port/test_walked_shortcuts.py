@@ -3,7 +3,8 @@
 * The model-on-the-CPU search (``_choices._model_on_the_cpu``) builds no index of the
   file's calls where the port's own walk of the file (``FileStructure``: every ``.to``,
   ``.cuda`` and now ``.cpu`` call it meets) saw no ``x.cpu()`` and no ``.to(...)`` to the
-  CPU written out: the only calls the search can return. The oracle is the search as it
+  CPU written out: the only calls the search can return; nor where at most one of those
+  calls is such a choice (p31v: the index only orders several). The oracle is the search as it
   was (every call of the index), kept here: on generated programs that put a model or a
   tensor on the CPU in every place a call can sit (a module's body, a function, a method,
   a nested function, a class body, a lambda, a decorator, a default, an annotation) or

@@ -493,8 +493,8 @@ def _fix_files(chunk: Chunk) -> list[Report]:
             except Exception as exc:
                 report.errors.append(_internal(path, exc, doc.text))
             else:
-                errors = report.errors
-                report = _fix_one(chunk, path, doc, outcome, full)
+                keep_checked(path, doc.text, tree)  # for a later view reading it, as a check's
+                errors, report = report.errors, _fix_one(chunk, path, doc, outcome, full)
                 report.errors[:0] = errors
         reports.append(report)
     return reports

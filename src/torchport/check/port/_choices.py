@@ -208,40 +208,51 @@ def _model_on_the_cpu(facts: PortFacts, ctx: Context) -> ast.Call | None:
     Each such call holds the word (the method ``cpu``, a constant ``"cpu"`` or
     ``"cpu:N"``): a text that cannot hold it (:func:`~torchport.check._prefilter.may_hold`,
     most of a project's files) needs no index of the file's calls. Nor does a file whose
-    walk (the port's structure) met no ``x.cpu()`` and no ``.to(...)`` to the CPU written
-    out: the calls this search can return.
+    walk (the port's structure) met every ``x.cpu()`` and ``.to(...)`` to the CPU written
+    out (the calls this search can return) and at most one of them is such a choice: only
+    where several are is ``ast.walk``'s order asked, of the index.
     """
     if not may_hold(ctx.source, CPU):
         return None
     structure = facts.structure
-    if (
-        structure.walked
-        and not any(not c.args for c in structure.cpu_calls)
-        and not any(_to_the_cpu(c, ctx) for c in structure.moves)
-    ):
-        return None
+    if structure.walked:
+        cpu_calls = [c for c in structure.cpu_calls if not c.args]
+        chosen = [
+            c
+            for c in (*cpu_calls, *(c for c in structure.moves if _to_the_cpu(c, ctx)))
+            if _runs_on_the_cpu(c, facts)
+        ]
+        if len(chosen) < 2:
+            return chosen[0] if chosen else None
     for call in ctx.scopes.nodes_of(ast.Call):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
             continue
-        func = call.func
-        if not (func.attr == "cpu" and not call.args) and not _to_the_cpu(call, ctx):
+        if not (call.func.attr == "cpu" and not call.args) and not _to_the_cpu(call, ctx):
             continue
-        scope = facts.scope_of.get(id(call))
-        if scope is None or scope.internal:
-            continue
-        if facts.known.builds(func.value, lambda _: False):
+        if _runs_on_the_cpu(call, facts):
             return call
-        if isinstance(func.value, ast.Name) and facts.holds_model(func.value, scope):
-            name, stmt = func.value.id, facts.parents.get(id(call))
-            if isinstance(stmt, ast.Expr | ast.Assign) and any(
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name)
-                and n.func.id == name
-                and n.lineno > call.lineno
-                for n in scope.nodes
-            ):
-                return call
     return None
+
+
+def _runs_on_the_cpu(call: ast.Call, facts: PortFacts) -> bool:
+    """Whether ``x.cpu()`` (``x.to("cpu")``) puts a model there that runs there (see above)."""
+    func = call.func
+    assert isinstance(func, ast.Attribute)
+    scope = facts.scope_of.get(id(call))
+    if scope is None or scope.internal:
+        return False
+    if facts.known.builds(func.value, lambda _: False):
+        return True
+    if isinstance(func.value, ast.Name) and facts.holds_model(func.value, scope):
+        name, stmt = func.value.id, facts.parents.get(id(call))
+        return isinstance(stmt, ast.Expr | ast.Assign) and any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == name
+            and n.lineno > call.lineno
+            for n in scope.nodes
+        )
+    return False
 
 
 def _to_the_cpu(call: ast.Call, ctx: Context) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from torchport.check._context import Context
 from torchport.check.port._instances import made_by
 from torchport.check.port._reaching import Reaching
+from torchport.check.port._structure import attribute_table
 from torchport.check.port._value_kind import Kind, join
 from torchport.check.semantic import BindingKind
 
@@ -150,10 +151,10 @@ class ClassAttributes:
         class body binds it too (``total_it = 0`` as a class attribute)."""
         if self._attr_stores is None:
             self._attr_stores = {}
-            for n in self._ctx.scopes.nodes_of(ast.Attribute):
-                assert isinstance(n, ast.Attribute)
-                if not isinstance(n.ctx, ast.Load):
-                    self._attr_stores.setdefault(n.attr, []).append(n)
+            for nodes in attribute_table(self._ctx).values():  # (asked with any: no order)
+                for n in nodes:
+                    if not isinstance(n.ctx, ast.Load):
+                        self._attr_stores.setdefault(n.attr, []).append(n)
         own = self._own_store_ids.get(id(cls))
         if own is None:
             own = self._own_store_ids[id(cls)] = {

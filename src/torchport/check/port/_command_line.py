@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._listing import note
+from torchport.check._syntax import parsed_module
+from torchport.check.port._structure import attribute_table
 from torchport.check.semantic import Binding, BindingKind
 
 if TYPE_CHECKING:
@@ -157,9 +159,9 @@ class CommandLine:
         """Attributes this file stores on anything but ``self`` (``args.x = ...``)."""
         return {
             node.attr
-            for node in self._ctx.scopes.nodes_of(ast.Attribute)
-            if isinstance(node, ast.Attribute)
-            and not isinstance(node.ctx, ast.Load)
+            for nodes in attribute_table(self._ctx).values()
+            for node in nodes
+            if not isinstance(node.ctx, ast.Load)
             and not (isinstance(node.value, ast.Name) and node.value.id == "self")
         }
 
@@ -321,7 +323,7 @@ def _declared(path: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str
         source = path.read_text(encoding="utf-8", errors="surrogateescape")
         if "add_argument" not in source:
             return frozenset(), frozenset(), frozenset()
-        tree = ast.parse(source)
+        tree = parsed_module(str(path), source)  # (its own port's parse, if kept; or kept)
     except (OSError, SyntaxError, ValueError):
         return frozenset(), frozenset(), frozenset()
     imported: set[str] = set()

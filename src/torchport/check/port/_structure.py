@@ -10,8 +10,9 @@ about the file's shape:
 * per scope: its nodes in walk order, its assignments, the names it binds and those
   a ``for``/``with`` binds, its ``for`` loops and comprehensions;
 * the file's classes and module-level functions;
-* every name's places, the imports and the ``.to``/``.cuda`` calls, so that the port
-  needs no second whole-tree walk (the scope map's node index) for them;
+* every name's places, every attribute (``X.<name>``) by its name, the imports and the
+  ``.to``/``.cuda`` calls, so that the port needs no second whole-tree walk (the scope
+  map's node index) for them;
 * the block (``body``, ``orelse``, ``finalbody``) of each statement, on first ask.
 
 Nodes outside every scope (annotations, type parameters) are noted for their names
@@ -27,7 +28,11 @@ from collections.abc import Sequence
 from torchport._device_types import CPU
 from torchport.check.port._device_flow import PortScope, names_of
 
-__all__ = ["NO_CHILD_FIELDS", "FileStructure"]
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = ["NO_CHILD_FIELDS", "FileStructure", "attribute_table", "classes_by_name"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Fields that hold no node, or only a context or an operator (``Load``, ``Add``, which
@@ -73,6 +78,8 @@ class FileStructure:
         self.classdefs: list[ast.ClassDef] = []
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.names: dict[str, list[ast.Name]] = {}  # name -> its Name nodes, walk order
+        # attribute name -> its Attribute nodes (``X.<name>``), in no promised order
+        self.attributes: dict[str, list[ast.Attribute]] = {}
         self.imports: list[ast.AST] = []
         self.moves: list[ast.Call] = []  # `.to(...)`/`.cuda(...)` calls, in walk order
         self.cpu_calls: list[ast.Call] = []  # `.cpu(...)` calls, in walk order
@@ -149,6 +156,7 @@ class FileStructure:
         stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
         pop, push = stack.pop, stack.append
         parents, scope_of, names = self.parents, self.scope_of, self.names
+        attributes = self.attributes
         moves, imports, classdefs = self.moves, self.imports, self.classdefs
         cpu_calls = self.cpu_calls
         enter_function = self._enter_function
@@ -184,6 +192,12 @@ class FileStructure:
                         moves.append(node)  # type: ignore[arg-type]
                     elif func.attr == CPU:
                         cpu_calls.append(node)  # type: ignore[arg-type]
+            elif cls is attribute_class:
+                held = attributes.get(node.attr)  # type: ignore[attr-defined]
+                if held is None:
+                    attributes[node.attr] = [node]  # type: ignore[attr-defined,list-item]
+                else:
+                    held.append(node)  # type: ignore[arg-type]
             elif kind is _IMPORT:
                 imports.append(node)
             if scope is not None:
@@ -234,6 +248,8 @@ class FileStructure:
         cls = node.__class__
         if cls is ast.Name:
             self.names.setdefault(node.id, []).append(node)  # type: ignore[attr-defined,arg-type]
+        elif cls is ast.Attribute:
+            self.attributes.setdefault(node.attr, []).append(node)  # type: ignore[attr-defined,arg-type]
         elif cls is ast.Call:
             func = node.func  # type: ignore[attr-defined]
             if func.__class__ is ast.Attribute and func.attr in ("to", "cuda"):
@@ -314,3 +330,36 @@ class FileStructure:
                                 queue.append(child)
                     elif isinstance(value, node_class):
                         queue.append(value)
+
+
+def attribute_table(ctx: Context) -> dict[str, list[ast.Attribute]]:
+    """Every ``X.<name>`` in ``ctx``'s file, by name, each name's in no promised order.
+
+    The port's structure walk's table where it walked the file (its facts are made);
+    else one table from the scope map's node index (a walk of the whole tree), kept.
+    """
+    structure = getattr(ctx.memo.get("port.facts"), "structure", None)
+    if isinstance(structure, FileStructure) and structure.walked:
+        return structure.attributes
+    kept = ctx.memo.get("module.attributes")
+    if isinstance(kept, dict):
+        return kept
+    table: dict[str, list[ast.Attribute]] = {}
+    for n in ctx.scopes.nodes_of(ast.Attribute):
+        assert isinstance(n, ast.Attribute)
+        table.setdefault(n.attr, []).append(n)
+    ctx.memo["module.attributes"] = table
+    return table
+
+
+def classes_by_name(structure: FileStructure, ctx: Context) -> dict[str, ast.AST]:
+    """The file's classes by name, the last in ``ast.walk`` order where a name has several.
+
+    The structure's walk met every class (in its own order); where no two share a name,
+    the order cannot matter, and the node index (a walk of the whole tree) is not built.
+    """
+    if structure.walked:
+        names = [c.name for c in structure.classdefs]
+        if len(set(names)) == len(names):
+            return dict(zip(names, structure.classdefs, strict=True))
+    return {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]

@@ -298,6 +298,8 @@ def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: Po
     a method the file never calls that returns a module or tensor it makes (``_build_encoder``)."""
     answers = _memo(facts.ctx, "module.run_by_a_base_init").setdefault(id(cls), {})
     if method.name not in answers:
+        from torchport.check.port._structure import classes_by_name
+
         ctx, known = facts.ctx, facts.known
         made = frozenset().union(*creators())  # `torch.ones(n)`
         hook = not _attributes_named(method.name, ctx) and returns_a_built_module(
@@ -306,7 +308,7 @@ def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: Po
                 ctx.qualname(n.func) in made or (known.constructor(n) and not known.stateless(n))
             ),
         )
-        classes = {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]
+        classes = classes_by_name(facts.structure, ctx)
         answers[method.name] = base_init_may_call(method.name, cls, classes, known.qualname, hook)
     return bool(answers[method.name])
 
@@ -459,16 +461,12 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
 
 
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
-    """Every ``X.<attr>`` in the file (the ``Attribute`` nodes of the whole tree, by name:
-    one table per file, not one walk of the tree per method asked about)."""
-    table = ctx.memo.get("module.attributes")
-    if not isinstance(table, dict):
-        found: dict[str, list[ast.Attribute]] = {}
-        for n in ctx.scopes.nodes_of(ast.Attribute):  # (the scope map's index of the tree)
-            assert isinstance(n, ast.Attribute)
-            found.setdefault(n.attr, []).append(n)
-        table = ctx.memo["module.attributes"] = found
-    return table.get(attr, [])
+    """Every ``X.<attr>`` in the file, in no promised order (one table per file, not one
+    walk of the tree per method asked about: the port's structure walk's where it walked
+    the file)."""
+    from torchport.check.port._structure import attribute_table
+
+    return attribute_table(ctx).get(attr, [])
 
 
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU

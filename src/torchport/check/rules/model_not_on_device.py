@@ -111,7 +111,7 @@ class ModelNotOnDevice(Rule):
             return
         placed = placed_by_loader(node)
         if placed is not None:
-            if not _never_given_inputs(expr, ctx):
+            if not _never_given_inputs(expr, ctx, facts):
                 yield ctx.finding(self, node, message=PLACED_BY_LOADER.format(placed=placed))
             return
         if device_guard(node, ctx, arms=False) is Guard.AVAILABILITY:
@@ -127,7 +127,7 @@ class ModelNotOnDevice(Rule):
         yield ctx.finding(self, node, fix=fix)
 
 
-def _never_given_inputs(expr: ast.AST, ctx: Context) -> bool:
+def _never_given_inputs(expr: ast.AST, ctx: Context, facts: PortFacts) -> bool:
     """Whether a model bound to a name is only read for attributes (``model.config``): never
     called, never handed on, so there are no inputs to move to where its loader put it."""
     from torchport.check.port._device_flow import NOT_FORWARD  # on first use
@@ -140,7 +140,8 @@ def _never_given_inputs(expr: ast.AST, ctx: Context) -> bool:
     ):
         return False
     name = holder.targets[0].id
-    for read in ctx.scopes.loads_of(name):
+    reads = facts.structure.loads_of(name) if facts.structure.walked else ctx.scopes.loads_of(name)
+    for read in reads:
         if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, holder.targets[0]):
             continue  # another variable of that name
         up = ctx.scopes.parent(read)
