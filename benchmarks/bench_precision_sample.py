@@ -124,6 +124,9 @@ repository already has 10 (raised until the draw fills); each repository's rows 
 sample of its findings, and the order file lists the permutation's first findings left out:
 ``--repos benchmarks/data/precision_repos_round5aa.json --sample
 benchmarks/data/precision_sample_aa.csv --seed 60 --draw 100 --per-repo 10 --record``.
+Held-out sample AB (main's rules at 35c07cf3, 26 more new repositories) was drawn as AA was:
+``--repos benchmarks/data/precision_repos_round5ab.json --sample
+benchmarks/data/precision_sample_ab.csv --seed 61 --draw 100 --per-repo 10 --record``.
 ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
