@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._listing import note
@@ -39,6 +38,7 @@ from torchport.check._syntax import parsed_module
 from torchport.check.port._structure import attribute_table
 from torchport.check.semantic import Binding, BindingKind
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._parameters import CallerKinds
 
