@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from torchport.check._context import Context
 from torchport.check.port import _project
-from torchport.check.port._project import ProjectImports, complete, project_imports
 from torchport.check.port._module_facts import KINDS, ModuleFacts, PortKinds
+from torchport.check.port._project import ProjectImports, complete, project_imports
 from torchport.check.port._project_imports import PORT_ONLY
 from torchport.check.port._star_imports import record_star
 from torchport.check.semantic._star_names import is_star
@@ -186,7 +186,7 @@ def _holds_what_the_view_relies_on(facts: ModuleFacts) -> None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(projects(), st.sampled_from(sorted(_MODULES) + ["train"]))
+@given(projects(), st.sampled_from([*sorted(_MODULES), "train"]))
 def test_a_whole_view_after_a_view_for_owners_is_as_after_a_whole_view(
     files: dict[str, str], first: str
 ) -> None:
