@@ -143,7 +143,8 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups, kinds: bool)
     tree = ctx.tree
     imported = _imports_of(ctx, seen, lookups, kinds=kinds)
     classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    knowledge = ModelKnowledge(classdefs, ctx.qualname)
+    # (the bases of module-level classes, read at module level: see Context.qualname)
+    knowledge = ModelKnowledge(classdefs, ctx.qualname, bases=partial(ctx.qualname, at_module=True))
     # Classes deriving from another project module's model class are models too.
     changed = True
     while changed:
@@ -287,7 +288,7 @@ def _asker(
             bound.append(ctx.scopes.module.bindings)
         return bound[0]
 
-    def only_import(name: str) -> bool:  # read from the text where it can be: no scope map
+    def only_import(name: str) -> bool:  # read from the text or the statements: no scope map
         return ctx.only_imported(name) or _only_import(bindings().get(name, []))
 
     return only_import, bindings
