@@ -34,6 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
 from torchport.check._dispatch import call_rules, constant_rules, named_rules
+from torchport.check._file_context import file_context
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import children_getter, children_of
 from torchport.check._noqa import NoqaMap, parse_noqa
@@ -49,14 +50,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = [
-    "CheckOutcome",
-    "RuleFailure",
-    "RuleSet",
-    "check_source",
-    "check_text",
-    "ruleset_for",
-]
+__all__ = ["CheckOutcome", "RuleFailure", "RuleSet", "check_source", "check_text", "ruleset_for"]
 
 # Node classes with no position that rules have no use for; skipped unless asked for.
 _UNPOSITIONED: tuple[type[ast.AST], ...] = (
@@ -445,7 +439,7 @@ def check_tree(
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    ctx = Context(source, path, tree, target_torch=settings.target_torch)
+    ctx = file_context(source, path, tree, settings.target_torch)  # (a view's, if it made one)
     try:
         gated = prefilter and port_gated(ruleset.codes) and not port_may_report(ctx)
         outcome = CheckOutcome([]) if gated else _walk(tree, ctx, ruleset, noqa, strict=strict)

@@ -23,6 +23,7 @@ __all__ = [
     "adopt_scopes",
     "keep_checked",
     "keep_parsed",
+    "offer_scopes",
     "parse_source",
     "parsed_module",
     "retain_checked",
@@ -168,6 +169,11 @@ def parsed_module(path: str, source: str) -> ast.Module:
     tree = ast.parse(source)
     keep_parsed(path, source, tree, None)
     return tree
+
+
+def offer_scopes(tree: ast.Module, scopes: object) -> None:
+    """Hand ``scopes``, built on ``tree``, to the next :func:`adopt_scopes` of it."""
+    _ADOPT[:] = [(tree, scopes)]
 
 
 def adopt_scopes(tree: ast.Module) -> object | None:

@@ -40,6 +40,7 @@ from functools import partial
 from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check._file_context import view_context
 from torchport.check._listing import recorded, span, still
 from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
 from torchport.check.port._models import ModelKnowledge
@@ -120,13 +121,13 @@ def module_facts(
         tree = parsed_module(str(path), source)  # (a star import's reader may have parsed it)
     except (OSError, SyntaxError, ValueError):
         return None
-    ctx = Context(source, key, tree)
+    ctx = view_context(source, key, tree)  # (the module's own check takes it: one each)
     with recorded() as reads:
         facts = _facts_of(ctx, _seen | {key}, lookups, kinds)
     _CACHE[key] = (version, facts, reads, span())
-    # The file's own port (later in the run) takes this parse and scope map instead of
-    # making its own: one parse and one semantic model per file, whichever role comes first.
-    keep_parsed(key, source, tree, ctx.built_scopes)
+    # The file's own port (later in the run) takes this parse and Context instead of making
+    # its own: one parse and one semantic model per file, whichever role comes first.
+    keep_parsed(key, source, tree, ctx)
     return facts
 
 
