@@ -3,7 +3,7 @@
 ``_file_context``: a project view reads each module through a ``Context`` of it; the
 module's own check later in the run takes that one (one statement-facts walk, one reading
 of its named and star imports). The oracle is the run that makes every check its own
-``Context`` (``_engine.file_context`` replaced by the plain constructor): on generated
+``Context`` (``_file_context.file_context`` replaced by the plain constructor): on generated
 projects (models, loaders a check reports, star imports, sibling modules and a package,
 each run in one process with its views), a check and a port give the same findings, fixes
 and texts, and every checked file's record of what it read besides itself (what the check
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchport.check import _engine, _syntax, check_paths
+from torchport.check import _file_context, _syntax, check_paths
 from torchport.check._context import Context
 from torchport.check._file_context import file_context, view_context
 from torchport.check._listing import recorded
@@ -84,7 +84,7 @@ def _own_contexts(mp: pytest.MonkeyPatch, own: bool) -> Iterator[dict[str, objec
     reads: dict[str, object] = {}
     if own:
         mp.setattr(
-            _engine,
+            _file_context,
             "file_context",
             lambda source, path, tree, target: Context(source, path, tree, target_torch=target),
         )
@@ -139,7 +139,7 @@ def test_the_view_s_context_is_taken_where_a_view_made_one(tmp_path: Path) -> No
     for rel, text in files.items():
         (tmp_path / rel).write_text(text, encoding="utf-8")
     shared: list[str] = []
-    real = _engine.file_context
+    real = _file_context.file_context
 
     def spy(source: str, path: str, tree: ast.Module, target: tuple[int, int] | None) -> Context:
         offered = _syntax._ADOPT[0][1] if _syntax._ADOPT else None
@@ -151,7 +151,7 @@ def test_the_view_s_context_is_taken_where_a_view_made_one(tmp_path: Path) -> No
     here = Path.cwd()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_project, "_CACHE", {})
-        mp.setattr(_engine, "file_context", spy)
+        mp.setattr(_file_context, "file_context", spy)
         os.chdir(tmp_path)
         try:
             result = check_paths(["a.py", "model.py"], jobs=1)

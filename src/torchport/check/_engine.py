@@ -34,7 +34,6 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
 from torchport.check._dispatch import call_rules, constant_rules, named_rules
-from torchport.check._file_context import file_context
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import children_getter, children_of
 from torchport.check._noqa import NoqaMap, parse_noqa
@@ -42,7 +41,7 @@ from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import default_reports, scoped_codes, select_rules, swapped_rules
-from torchport.check._syntax import parse_source
+from torchport.check._syntax import kept_for, parse_source
 from torchport.check._torch_api import within_target
 
 _Codes = tuple[str, ...]
@@ -439,7 +438,12 @@ def check_tree(
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    ctx = file_context(source, path, tree, settings.target_torch)  # (a view's, if it made one)
+    if kept_for(tree) is None:  # (nothing another pass built on this parse: most files)
+        ctx = Context(source, path, tree, target_torch=settings.target_torch)
+    else:  # a project view's Context of it, taken (check/_file_context.py)
+        from torchport.check._file_context import file_context
+
+        ctx = file_context(source, path, tree, settings.target_torch)
     try:
         gated = prefilter and port_gated(ruleset.codes) and not port_may_report(ctx)
         outcome = CheckOutcome([]) if gated else _walk(tree, ctx, ruleset, noqa, strict=strict)

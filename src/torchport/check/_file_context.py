@@ -1,4 +1,4 @@
-"""The :class:`Context` a file's check walks with: the one a project view made of its parse.
+"""The :class:`Context` a file's check walks with: a project view's, made of its parse.
 
 A project view reads each module it reaches through a ``Context`` of it
 (``port/_project.module_facts``). When that module's own check comes later in the run, its
@@ -6,7 +6,7 @@ parse is the view's (``_syntax.keep_parsed``), and so is its ``Context``: the st
 facts, the named and star imports read from other files and the scope map of the same
 text, made once. What making it read of other files (``_listing.note``) is noted again in
 the check's own record, as making it there would have noted it. Taken only where the
-check's path is the one the view made it for (its real path: no link between them).
+check's path is the real path the view made it for (no link between them).
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ _DEFS = {
     "Net": "class Net(nn.Module):\n    def forward(self, x):\n        return x\n",
     "Sub": "class Sub(Net):\n    pass\n",
     "Conv": (
-        "class Conv(nn.Module):\n    def forward(self, x):\n        return torch.from_numpy(x)\n"
+        "class Conv(nn.Module):\n    def forward(self, state):\n"
+        "        state = torch.from_numpy(state).float()\n        return state\n"
     ),
     "Cfg": "class Cfg:\n    def to(self, device):\n        return self\n",
     "cfg": "cfg = Cfg()\n",
@@ -304,3 +305,19 @@ def test_a_star_import_records_what_it_recorded_at_once(
     assert new.classes == old.classes
     complete(new, Context("", "m.py", ast.parse("")))
     assert _whole(new) == _whole(old)
+
+
+def test_an_imported_model_class_s_converted_inputs_are_in_the_view(tmp_path: Path) -> None:
+    """``from model import Policy``: the class is told at once (owners need it), its forward's
+    converted input later (the port's): both there once the view is complete."""
+    (tmp_path / "model.py").write_text(_HEAD + _DEFS["Conv"], encoding="utf-8")
+    (tmp_path / "train.py").write_text(_HEAD + "from model import Conv as Policy\n")
+    path = (tmp_path / "train.py").resolve()
+    for kinds in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_project, "_CACHE", {})
+            ctx = _context(path)
+            view = project_imports(ctx, kinds=kinds)
+            assert view.classes == {"Policy"}
+            complete(view, ctx)
+            assert view.converted == {"Policy": (0,)}

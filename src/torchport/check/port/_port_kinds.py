@@ -3,9 +3,9 @@
 :func:`port_kinds` works them out from the module's ``Context``, its own project view and
 what it knows of its models (``_project._facts_of``: the classes, which a check's owners
 need too, are worked out there). A view built for a check's owners only leaves them to
-their first read (:func:`later_kinds`): what they rest on is kept (the module's text, its
-view with the records it left, its model classes), the text parsed again if it was let go,
-and the answers are the same, as each is a function of those alone.
+their first read (``_project.later_kinds``): what they rest on is kept (the module's text,
+its view with the records it left, its model classes), the text parsed again if it was let
+go, and the answers are the same, as each is a function of those alone.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import ast
 from functools import partial
 
 from torchport.check._context import Context
-from torchport.check._syntax import parsed_module
 from torchport.check.port._host_functions import host_functions
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_facts import PortKinds
@@ -30,9 +29,9 @@ from torchport.check.port._module_functions import (
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
-    from torchport.check.port._project import ProjectImports
+    from torchport.check.port._project_imports import ProjectImports
 
-__all__ = ["later_kinds", "may_hold", "port_kinds"]
+__all__ = ["may_hold", "port_kinds"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -107,26 +106,3 @@ def port_kinds(
         host_functions=hosts[0],
         host_items=hosts[1],
     )
-
-
-def later_kinds(
-    path: str,
-    source: str,
-    imported: ProjectImports,
-    classes: frozenset[str],
-    models: frozenset[str],
-) -> PortKinds:
-    """:func:`port_kinds` of the module at ``path`` whose text was ``source``, on first read.
-
-    ``imported``: its view as built (its records left for now are made here, with this
-    module's bindings); ``classes``: the model classes its knowledge held, the imported too.
-    """
-    from torchport.check.port._project import complete  # (the view's module imports this)
-
-    tree = parsed_module(path, source)  # the text parsed before: it parses
-    ctx = Context(source, path, tree)
-    complete(imported, ctx)
-    classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    knowledge = ModelKnowledge(classdefs, ctx.qualname)
-    knowledge.classes = set(classes)  # as _facts_of left them: its own and the project's
-    return port_kinds(ctx, imported, knowledge, models)

@@ -44,9 +44,9 @@ from torchport.check._file_context import view_context
 from torchport.check._listing import recorded, span, still
 from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
 from torchport.check.port._models import ModelKnowledge
-from torchport.check.port._module_facts import KINDS, ModuleFacts
+from torchport.check.port._module_facts import KINDS, ModuleFacts, PortKinds
 from torchport.check.port._module_files import Lookups, top_package
-from torchport.check.port._port_kinds import later_kinds, may_hold, port_kinds
+from torchport.check.port._port_kinds import may_hold, port_kinds
 from torchport.check.port._project_imports import ProjectImports
 from torchport.check.port._project_owners import (
     bound_names,
@@ -140,7 +140,9 @@ def _kept(key: str, version: tuple[int, int]) -> ModuleFacts | None:
     return cached[1]
 
 
-def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups, kinds: bool) -> ModuleFacts:
+def _facts_of(
+    ctx: Context, seen: frozenset[str], lookups: Lookups, kinds: bool = True
+) -> ModuleFacts:
     tree = ctx.tree
     imported = _imports_of(ctx, seen, lookups, kinds=kinds)
     classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
@@ -177,6 +179,27 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups, kinds: bool)
         may_hold=may_hold(tree),
         port=port,  # type: ignore[arg-type]
     )
+
+
+def later_kinds(
+    path: str,
+    source: str,
+    imported: ProjectImports,
+    classes: frozenset[str],
+    models: frozenset[str],
+) -> PortKinds:
+    """:func:`port_kinds` of the module at ``path`` whose text was ``source``, on first read.
+
+    ``imported``: its view as built (its records left for now are made here, with this
+    module's bindings); ``classes``: the model classes its knowledge held, the imported too.
+    """
+    tree = parsed_module(path, source)  # the text parsed before: it parses
+    ctx = Context(source, path, tree)
+    complete(imported, ctx)
+    classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    knowledge = ModelKnowledge(classdefs, ctx.qualname)
+    knowledge.classes = set(classes)  # as _facts_of left them: its own and the project's
+    return port_kinds(ctx, imported, knowledge, models)
 
 
 def _imports_of(
@@ -250,8 +273,8 @@ def _imports_of(
                     if source_facts is not None and recorded:
                         if alias.name in source_facts.classes:  # the first kind: made now
                             out.classes.add(local)  # type: ignore[attr-defined]
-                        else:
-                            out.later(("record", local, alias.name, source_facts, False))
+                        # (its kind; a model class's inputs its forward converts)
+                        out.later(("record", local, alias.name, source_facts, False))
                         continue
                     sub_facts = facts_at(sub) if sub is not None else None
                     if sub_facts is not None:
