@@ -92,7 +92,7 @@ class Context(SourceText):
         # module, see _syntax.keep_parsed): the same answers, not built twice.
         adopted = adopt_scopes(tree)
         self._scope_map: ScopeMap | None = adopted if isinstance(adopted, ScopeMap) else None
-        self._module_imports = ModuleImports(facts, source)  # see _fast_qualname
+        self._module_imports = ModuleImports(facts, source, tree)  # see _fast_qualname
         self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
@@ -260,12 +260,13 @@ class Context(SourceText):
 
     # ------------------------------------------------------------ names
 
-    def qualname(self, expr: ast.expr) -> str | None:
+    def qualname(self, expr: ast.expr, *, at_module: bool = False) -> str | None:
         """The dotted name ``expr`` refers to through imports where it is, or None.
 
         ``th.cuda.synchronize`` after ``import torch as th`` is
-        ``"torch.cuda.synchronize"``; a name no import binds there (a
-        parameter named ``torch``, a local ``cuda = Device()``) gives None.
+        ``"torch.cuda.synchronize"``; a name no import binds there (a parameter named
+        ``torch``, a local ``cuda = Device()``) gives None. ``at_module``: read in the
+        module's own scope, the same answer (from its statements where the text declines).
         See :meth:`~torchport.check.semantic.ScopeMap.qualname`.
         """
         if expr is self._last_expr:
@@ -278,7 +279,8 @@ class Context(SourceText):
         ):
             name = None
         else:
-            name = self._fast_qualname(expr, root) or self.scopes.qualname(expr)
+            name = self._fast_qualname(expr, root, at_module)  # "": known, no dotted name
+            name = self.scopes.qualname(expr) if name is None else name or None
         self._last_expr, self._last_name = expr, name
         return name
 
@@ -290,18 +292,16 @@ class Context(SourceText):
         return self._fast_qualname(expr, root) if isinstance(root, ast.Name) else None
 
     def only_imported(self, name: str) -> bool:
-        """Whether ``name`` is bound by module-level imports and nothing else in the file,
-        read without the scope pass (False: unknown, ask :attr:`scopes`)."""
-        return self._module_imports.only_imports(name)
+        """Whether only imports bind ``name`` at module level (a function's or class's own
+        bindings aside), read without the scope pass (False: unknown, ask :attr:`scopes`)."""
+        return self._module_imports.only_at_module(name)
 
-    def _fast_qualname(self, expr: ast.expr, root: ast.Name) -> str | None:
-        """``qualname`` without the scope pass where only module-level imports bind ``root``.
-
-        None when the scope pass must answer (see ``semantic/_module_imports.py``).
-        """
-        target = self._module_imports.target(root.id)
-        if target is None:
-            return None
+    def _fast_qualname(self, expr: ast.expr, root: ast.Name, at_module: bool = False) -> str | None:
+        """``qualname`` without the scope pass where only module-level imports bind ``root``
+        (None: the pass must answer; ``semantic/_module_imports.py``)."""
+        target = self._module_imports.target(root.id, at_module=at_module)
+        if not target:
+            return target  # (None, or "" read at module level: a relative import's, no name)
         parts: list[str] = []
         while isinstance(expr, ast.Attribute):
             parts.append(expr.attr)

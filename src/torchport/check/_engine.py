@@ -41,7 +41,7 @@ from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import default_reports, scoped_codes, select_rules, swapped_rules
-from torchport.check._syntax import parse_source
+from torchport.check._syntax import kept_for, parse_source
 from torchport.check._torch_api import within_target
 
 _Codes = tuple[str, ...]
@@ -49,14 +49,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = [
-    "CheckOutcome",
-    "RuleFailure",
-    "RuleSet",
-    "check_source",
-    "check_text",
-    "ruleset_for",
-]
+__all__ = ["CheckOutcome", "RuleFailure", "RuleSet", "check_source", "check_text", "ruleset_for"]
 
 # Node classes with no position that rules have no use for; skipped unless asked for.
 _UNPOSITIONED: tuple[type[ast.AST], ...] = (
@@ -445,7 +438,12 @@ def check_tree(
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    ctx = Context(source, path, tree, target_torch=settings.target_torch)
+    if kept_for(tree) is None:  # (nothing another pass built on this parse: most files)
+        ctx = Context(source, path, tree, target_torch=settings.target_torch)
+    else:  # a project view's Context of it, taken (check/_file_context.py)
+        from torchport.check._file_context import file_context
+
+        ctx = file_context(source, path, tree, settings.target_torch)
     try:
         gated = prefilter and port_gated(ruleset.codes) and not port_may_report(ctx)
         outcome = CheckOutcome([]) if gated else _walk(tree, ctx, ruleset, noqa, strict=strict)

@@ -23,6 +23,8 @@ __all__ = [
     "adopt_scopes",
     "keep_checked",
     "keep_parsed",
+    "kept_for",
+    "offer_scopes",
     "parse_source",
     "parsed_module",
     "retain_checked",
@@ -94,19 +96,21 @@ def syntax_needs(source: str, error: SyntaxError) -> tuple[str, str] | None:
 
 
 # Files another pass parsed before their own turn came (the port reads a project's sibling
-# modules for their facts): real path -> (text, tree, its scope map or None). The file's own
-# parse takes the tree when the text is the same, and its walk the scope map, so a file is
-# parsed and scoped once per run, not once per role. Bounded: a tree nobody takes (another
-# worker's file, a file changed since) costs memory only until it is pushed out.
+# modules for their facts): real path -> (text, tree, the Context a project view made of it
+# (check/_file_context.py) or None). The file's own parse takes the tree when the text is the
+# same, and its walk that Context, so a file is parsed and scoped once per run, not per role.
+# Bounded: a tree nobody takes (another worker's file, a file changed since) costs memory
+# only until it is pushed out.
 _KEPT: OrderedDict[str, tuple[str, ast.Module, object | None]] = OrderedDict()
 _KEPT_MAX = 256
-# The scope map of the tree parse_source handed out last (kept alive with it, so the id
-# names that tree): the walk of that tree adopts it (adopt_scopes).
+# What was kept with the tree parse_source handed out last (kept alive with it, so the id
+# names that tree): the walk of that tree adopts it (adopt_scopes, _file_context).
 _ADOPT: list[tuple[ast.Module, object]] = []
 
 
 def keep_parsed(path: str, source: str, tree: ast.Module, scopes: object | None) -> None:
-    """Offer ``tree`` (and the scope map built on it) to the file's own parse later.
+    """Offer ``tree`` (and what was built on it: a Context, a scope map) to the file's own
+    parse later.
 
     ``tree`` must be ``ast.parse(source)`` unchanged, and ``scopes`` built on it
     from the tree alone: whoever takes them gets what its own parse would have made.
@@ -168,6 +172,16 @@ def parsed_module(path: str, source: str) -> ast.Module:
     tree = ast.parse(source)
     keep_parsed(path, source, tree, None)
     return tree
+
+
+def kept_for(tree: ast.Module) -> object | None:
+    """What :func:`adopt_scopes` of ``tree`` would give (left for it)."""
+    return _ADOPT[0][1] if _ADOPT and _ADOPT[0][0] is tree else None
+
+
+def offer_scopes(tree: ast.Module, scopes: object) -> None:
+    """Hand ``scopes``, built on ``tree``, to the next :func:`adopt_scopes` of it."""
+    _ADOPT[:] = [(tree, scopes)]
 
 
 def adopt_scopes(tree: ast.Module) -> object | None:

@@ -92,9 +92,10 @@ def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
     for cls in classes:
         named: set[str] = set()
         for base in cls.bases:
-            name = qualname(base) or ""
             tail = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
-            if _library_module(name) or tail.endswith("Module"):
+            # the tail first: a `...Module` base needs no qualified name (nor the scope map
+            # that may take, where the imports alone cannot say what the name is)
+            if tail.endswith("Module") or _library_module(qualname(base) or ""):
                 found.add(cls.name)
                 break
             if isinstance(base, ast.Name):
@@ -161,10 +162,13 @@ class ModelKnowledge:
         qualname: QualName,
         project: Callable[[ast.expr], tuple[str, str] | None] | None = None,
         tree: ast.AST | None = None,
+        *,
+        bases: QualName | None = None,
     ) -> None:
         self.qualname = qualname
         self.classdefs = {c.name: c for c in classdefs}
-        self.classes = module_classes(classdefs, qualname)
+        # (`bases`: how the classes' bases are read, where it differs: the same answers)
+        self.classes = module_classes(classdefs, bases or qualname)
         self.factories: set[str] = set()  # module-level functions that return a model
         # What a name (or `module.name`) imported from the project's own modules is:
         # ("class" | "factory" | ..., name), see torchport.check.port._project.

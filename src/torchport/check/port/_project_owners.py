@@ -276,7 +276,7 @@ class _Classes:
         found = self.imported.owner_of(base)
         if found is not None:
             return found
-        name = self.ctx.qualname(base)
+        name = self.ctx.qualname(base, at_module=True)  # (a module-level class's base)
         if name is None:
             plain = isinstance(base, ast.Name) and base.id == "object"
             return (False, frozenset(), "object" if plain else "unknown")

@@ -1,8 +1,10 @@
 """One file's project view, shared by the port and the fix (once per file, on first use).
 
 :func:`project_of` is :func:`~torchport.check.port._project.project_imports` kept in the
-file's ``Context.memo``; :func:`project_answer` and :func:`project_methods` are what a fix
-asks of it about a receiver (``semantic/_receivers.py``; see ``_project_owners.py``).
+file's ``Context.memo``; :func:`project_owners` is the same view for a question about owners
+only (a check's: its port kinds are made if the port asks later, by :func:`project_of`);
+:func:`project_answer` and :func:`project_methods` are what a fix asks of it about a
+receiver (``semantic/_receivers.py``; see ``_project_owners.py``).
 """
 
 from __future__ import annotations
@@ -10,19 +12,31 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.port._project import ProjectImports, project_imports
+from torchport.check.port._project import ProjectImports, complete, project_imports
 from torchport.check.port._project_owners import UNRESOLVED, decide
 
-__all__ = ["project_answer", "project_methods", "project_of"]
+__all__ = ["project_answer", "project_methods", "project_of", "project_owners"]
 
 _MEMO = "project.imports"  # Context.memo's key: one project view per file, port's and fix's
 
 
 def project_of(ctx: Context) -> ProjectImports:
-    """The file's project view (:func:`~torchport.check.port._project.project_imports`), once."""
+    """The file's project view (:func:`~torchport.check.port._project.project_imports`), once,
+    complete: every kind the port reads."""
     found = ctx.memo.get(_MEMO)
     if found is None:
         found = ctx.memo[_MEMO] = project_imports(ctx)
+    else:
+        complete(found, ctx)  # type: ignore[arg-type]  # (a view made for owners: its kinds)
+    return found  # type: ignore[return-value]
+
+
+def project_owners(ctx: Context) -> ProjectImports:
+    """The file's project view for its owners, unresolved names and modules only (its port
+    kinds are not made: reading one raises until :func:`project_of` completes the view)."""
+    found = ctx.memo.get(_MEMO)
+    if found is None:
+        found = ctx.memo[_MEMO] = project_imports(ctx, kinds=False)
     return found  # type: ignore[return-value]
 
 
@@ -30,7 +44,7 @@ def project_answer(expr: ast.expr, method: str, ctx: Context, *, instance: bool)
     """``"torch"``, ``"other"``, ``"unknown"`` (:func:`decide`) for a name or ``alias.name``
     bound by an import of the project's own modules, or a name bound by nothing in a file
     with a star import of one (an unreadable one: ``"other"``); None: no project's name."""
-    project = project_of(ctx)
+    project = project_owners(ctx)
     owned = project.owner_of(expr)
     if owned is None and isinstance(expr, ast.Name) and project.star_unresolved:
         owned = UNRESOLVED
@@ -43,7 +57,7 @@ def project_methods(ctx: Context) -> frozenset[str]:
     found = ctx.memo.get("project.methods")
     if found is None:
         names: set[str] = set()
-        for _, methods, lineage in project_of(ctx).owners.values():
+        for _, methods, lineage in project_owners(ctx).owners.values():
             if lineage != "torch":
                 names |= methods
         found = ctx.memo["project.methods"] = frozenset(names)

@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._project import ModuleFacts, ProjectImports
 
-__all__ = ["record_star", "star_bindings", "star_chain", "torch_bindings"]
+__all__ = ["record_star", "star_bindings", "star_chain", "star_kinds", "torch_bindings"]
 
 _DEPTH = 16
 _NAME = re.compile(r"\w+")
@@ -387,13 +387,41 @@ def record_star(
     """What one star import brings into the project view ``out``: of the modules of its
     ``chain`` (:func:`star_chain`), each public name the star import binds (``given``, the
     resolver's answer; None: every public name) that no other statement of the file binds,
-    from the nearest module that binds it itself."""
+    from the nearest module that binds it itself.
+
+    The classes and owners are recorded now; the port's other kinds by :func:`star_kinds`,
+    now or when the view being built is completed (``_project.complete``). Which names a
+    module gives does not depend on those kinds: each is a name the module binds itself
+    (``defined``), taken by it whichever kind holds it.
+    """
     own = {n for n, found in bindings.items() if not all(is_star(b.node) for b in found)}
+    taken: list[frozenset[str]] = []  # the names bound before each module of the chain
     for facts in chain:
+        taken.append(frozenset(own))
+        # (its classes are among its owners; its other kinds' names among `defined`)
+        free = {
+            n for n in facts.owned if n[0] != "_" and n not in own and (given is None or n in given)
+        }
+        out.classes.update(free.intersection(facts.classes))  # type: ignore[attr-defined]
+        out.owners.update((n, o) for n, o in facts.owners if n in free)
+        own |= facts.defined | free
+    if not out.later(("star", tuple(chain), given, tuple(taken), kinds)):
+        star_kinds(out, tuple(chain), given, tuple(taken), kinds)
+
+
+def star_kinds(
+    out: ProjectImports,
+    chain: tuple[ModuleFacts, ...],
+    given: frozenset[str] | None,
+    taken: tuple[frozenset[str], ...],
+    kinds: tuple[tuple[str, str], ...],
+) -> None:
+    """The port's kinds (all but the classes) and views one star import brings into ``out``
+    (see :func:`record_star`); ``taken``: the names bound before each module of ``chain``."""
+    for facts, own in zip(chain, taken, strict=True):
         names = {n for _, attr in kinds for n in getattr(facts, attr)} | dict(facts.owners).keys()
         free = {n for n in names if n[0] != "_" and n not in own and (given is None or n in given)}
         for _, attr in kinds:
-            getattr(out, attr).update(free.intersection(getattr(facts, attr)))
+            if attr != "classes":
+                getattr(out, attr).update(free.intersection(getattr(facts, attr)))
         out.viewed.update((n, v) for n, v in facts.views if n in free)
-        out.owners.update((n, o) for n, o in facts.owners if n in free)
-        own |= facts.defined | free

@@ -101,9 +101,9 @@ def _loaders(ctx: Context) -> dict[str, frozenset[str]]:
     found = ctx.memo.get("loaders")
     if found is None:
         from torchport.check.port._project_owners import owners_of  # on first use
-        from torchport.check.port._project_view import project_of
+        from torchport.check.port._project_view import project_owners
 
-        project = project_of(ctx)
+        project = project_owners(ctx)
         owned = dict(owners_of(ctx, project, frozenset()))
         found = ctx.memo["loaders"] = {
             name: methods

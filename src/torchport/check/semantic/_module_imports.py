@@ -27,21 +27,41 @@ import ast
 
 from torchport.check.semantic._binding import StatementFacts, statement_facts
 
-__all__ = ["ModuleImports", "module_import_targets"]
+__all__ = ["ModuleImports", "module_bound", "module_import_targets"]
 
 
 class ModuleImports:
     """The names of one file that only module-level imports bind, asked name by name."""
 
-    def __init__(self, facts: StatementFacts, source: str) -> None:
+    def __init__(self, facts: StatementFacts, source: str, tree: ast.Module) -> None:
         self.source = source
+        self.tree = tree  # the module the facts are of
         self.facts = facts
         self.ascii = source.isascii()  # else every answer is None: the scope pass decides
         self._answers: dict[str, str | None] = {}
         self._only: dict[str, bool] = {}  # only_imports' answers
+        self._at_module: dict[str, bool] = {}  # only_at_module's answers
+        # module_bound's answer (None: not known), read on first use
+        self._bound: frozenset[str] | None = None
+        self._bound_read = False
 
-    def target(self, name: str) -> str | None:
-        """The one dotted target of ``name``'s imports, or None: ask the scope pass."""
+    def target(self, name: str, *, at_module: bool = False) -> str | None:
+        """The one dotted target of ``name``'s imports, or None: ask the scope pass.
+
+        ``at_module``: for a read in the module's own scope (no function, class body,
+        lambda or comprehension holds it), where the scope pass resolves a name only
+        module-level imports bind there (:meth:`only_at_module`) to their one target, read
+        from the statements where the text declines; ``""`` for a relative import's (the
+        pass's answer: no dotted name).
+        """
+        if at_module:
+            told = self.target(name)
+            if told is None:  # (a function's own import binds only there)
+                targets = self.facts.module_imports.get(name)
+                if targets is not None and len(targets) == 1 and self.only_at_module(name):
+                    (only,) = targets
+                    told = "" if only is None else only
+            return told
         if name in self._answers:
             return self._answers[name]
         facts = self.facts
@@ -58,6 +78,24 @@ class ModuleImports:
                 answer = only  # relative imports (None) are left to the pass
         self._answers[name] = answer
         return answer
+
+    def only_at_module(self, name: str) -> bool:
+        """Whether module-level imports bind ``name`` and nothing else at module level does
+        (a function or class may bind it for itself): the scope pass's module-level bindings
+        of ``name`` are imports only. Read from the text (:meth:`only_imports`), else from the
+        statements (:func:`module_bound`). False: ask the scope pass."""
+        found = self._at_module.get(name)
+        if found is None:
+            found = self.only_imports(name)
+            if not found and name in self.facts.module_imports:
+                if not self._bound_read:  # (once per file, and only where the text declines)
+                    self._bound_read = True
+                    # `:=` binds in the enclosing function or module from inside any
+                    # expression (a comprehension's too): not read from the statements
+                    self._bound = None if ":=" in self.source else module_bound(self.tree)
+                found = self._bound is not None and name not in self._bound
+            self._at_module[name] = found
+        return found
 
     def only_imports(self, name: str) -> bool:
         """Whether module-level imports bind ``name`` and nothing else anywhere in the file
@@ -78,9 +116,104 @@ class ModuleImports:
 def module_import_targets(tree: ast.Module, source: str) -> dict[str, str]:
     """``{name: dotted target}`` for every name only module-level imports bind, one target each."""
     facts = statement_facts(tree)
-    imports = ModuleImports(facts, source)
+    imports = ModuleImports(facts, source, tree)
     found = {name: imports.target(name) for name in facts.module_imports}
     return {name: target for name, target in found.items() if target is not None}
+
+
+# Statements that bind nothing themselves and hold no statements.
+_BINDS_NOTHING = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Nonlocal,
+    ast.Expr,
+    ast.Return,
+    ast.Raise,
+    ast.Assert,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+)
+
+
+def module_bound(tree: ast.Module) -> frozenset[str] | None:
+    """The names module-level statements bind otherwise than by an import, as the scope
+    pass records them in the module's scope: a ``def``'s or ``class``'s name, the names of
+    an assignment's (augmented, annotated with a value), a ``for``'s, a ``with``'s or a
+    ``del``'s targets, an ``except``'s name; in the blocks of module-level ``if``, ``for``,
+    ``while``, ``with`` and ``try`` too, never in a function's or class's body (their own
+    scopes). And every name a ``global`` statement declares, anywhere: a function may bind
+    it for the module. None where statements alone cannot say: a module-level ``match``
+    (its captures), a type alias or type parameters, a statement of a kind not listed here.
+    The caller leaves out ``:=``, which binds from inside an expression
+    (``ModuleImports.only_at_module``).
+    """
+    found: set[str] = set()
+    todo: list[ast.stmt] = list(tree.body)
+    inner: list[ast.AST] = []  # the bodies of functions and classes: their `global`s only
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.Global):
+            found.update(stmt.names)
+        elif isinstance(stmt, _BINDS_NOTHING):
+            continue
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if getattr(stmt, "type_params", None):
+                return None
+            found.add(stmt.name)
+            inner.extend(stmt.body)
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                _target_names(target, found)
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+            if not isinstance(stmt, ast.AnnAssign) or stmt.value is not None:
+                _target_names(stmt.target, found)  # (`x: int` alone binds nothing)
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                _target_names(target, found)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            _target_names(stmt.target, found)
+            todo.extend(stmt.body + stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    _target_names(item.optional_vars, found)
+            todo.extend(stmt.body)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            todo.extend(stmt.body + stmt.orelse)
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            todo.extend(stmt.body + stmt.orelse + stmt.finalbody)
+            for handler in stmt.handlers:
+                if handler.name:
+                    found.add(handler.name)
+                todo.extend(handler.body)
+        else:
+            return None  # `match`, `type X = ...`, or a statement this walk does not know
+    while inner:  # every statement of every function and class body, nested ones too
+        node = inner.pop()
+        if isinstance(node, ast.Global):
+            found.update(node.names)
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if block.__class__ is list:
+                inner.extend(block)
+    return frozenset(found)
+
+
+# The fields that hold statements (of a statement, an `except` handler, a `match` case).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _target_names(target: ast.expr, found: set[str]) -> None:
+    """The names a target binds: itself, or inside a tuple, list or starred target (an
+    attribute's or subscript's names are read)."""
+    if isinstance(target, ast.Name):
+        found.add(target.id)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for item in target.elts:
+            _target_names(item, found)
+    elif isinstance(target, ast.Starred):
+        _target_names(target.value, found)
 
 
 def _occurrences(source: str, name: str) -> int:
