@@ -50,9 +50,9 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--verify", nargs=argparse.REMAINDER, default=None, metavar="-- ARGS",
-        help="last: run the ported entry (the file given, or a folder's one __main__ "
-        "script, else its one top-level script no file imports) on the simulated "
-        "accelerator with ARGS, and report what it left",
+        help="last: run the ported entry (the file given, or a folder's one script no "
+        "other file imports) on the simulated accelerator with ARGS, and report what it "
+        "left",
     )  # fmt: skip
     parser.add_argument(
         "--ignore", action="extend", default=[], metavar="CODES",

@@ -106,7 +106,7 @@ def test_the_entry_is_the_one_main_script(tmp_path: Path) -> None:
 
 
 # A folder's files: name -> (what its module level does, the siblings it imports).
-# "defs" runs nothing; "call", "loop", "with" run something; "doc" is a docstring and
+# "defs" runs nothing; "call", "loop", "with", "guard" run something; "doc" is a docstring and
 # a string statement only. The ways of importing a sibling are drawn too.
 _BODIES = {
     "defs": "def f():\n    return 1\n",
@@ -114,6 +114,7 @@ _BODIES = {
     "call": "print('hi')\n",
     "loop": "for i in range(2):\n    pass\n",
     "with": "with open(__file__) as fh:\n    pass\n",
+    "guard": "def f():\n    return 1\n\n\nif __name__ == '__main__':\n    f()\n",
 }
 _IMPORTS = ("import {m}\n", "from {m} import f\n", "import {m} as alias\n", "from . import {m}\n")
 _NAMES = ("model", "data", "utils", "run", "demo", "train", "setup", "conftest", "__init__")
@@ -137,15 +138,14 @@ def _folders(draw: st.DrawFn) -> dict[str, tuple[str, list[tuple[str, int]]]]:
 
 @settings(max_examples=60, deadline=None)
 @given(_folders())
-def test_a_folder_without_a_main_guard_runs_its_one_top_level_script(
+def test_a_folder_runs_its_one_script_no_other_file_imports(
     folder: dict[str, tuple[str, list[tuple[str, int]]]],
 ) -> None:
     imported = {m for _, imports in folder.values() for m, _ in imports}
-    runs = {"call", "loop", "with"}
+    runs = {"call", "loop", "with", "guard"}
     tools = {"setup", "conftest", "__init__"}  # run by other tools: never the entry
-    scripts = sorted(
-        n for n, (body, _) in folder.items() if body in runs and n not in imported | tools
-    )
+    runnable = {n for n, (body, _) in folder.items() if body in runs and n not in tools}
+    scripts = sorted(runnable - imported) or sorted(runnable)  # a module a script imports: not it
     if len(scripts) > 1 and "train" in scripts:
         scripts = ["train"]  # train.py is the entry among several
     with tempfile.TemporaryDirectory() as tmp:

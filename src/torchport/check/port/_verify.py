@@ -200,14 +200,14 @@ class Verification:
 def find_entry(paths: list[str]) -> tuple[Path | None, str]:
     """The file to run: the one file given, or a folder's one entry script.
 
-    A folder's entry is its one ``if __name__ == "__main__":`` script (``train.py``
-    or ``main.py`` among several); failing any, its one top-level script: a file
-    whose module level runs something (a call, a loop, a ``with``) and that no
-    other file of the folder imports (``model.py`` beside ``train.py`` is a
-    module); ``setup.py``, ``conftest.py``, ``noxfile.py`` and a package's
-    ``__init__.py``/``__main__.py`` are never one. Returns (entry, why not) where
-    entry is None when there is no single entry: several candidates are named,
-    never chosen between.
+    A folder's scripts are its files that run something: an ``if __name__ ==
+    "__main__":`` block, or module-level code (a call, a loop, a ``with``);
+    ``setup.py``, ``conftest.py``, ``noxfile.py`` and a package's
+    ``__init__.py``/``__main__.py`` are never one. The entry is the one script no
+    other file of the folder imports (``model.py`` with a self-test, beside the
+    ``train.py`` importing it, is a module), ``train.py`` or ``main.py`` among
+    several. Returns (entry, why not) where entry is None when there is no single
+    entry: several candidates are named, never chosen between.
     """
     if len(paths) == 1 and Path(paths[0]).is_file():
         return Path(paths[0]), ""
@@ -220,8 +220,8 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
                 texts[f] = f.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-    guarded = [f for f, t in texts.items() if _MAIN_GUARD.search(t) and f.name not in _NOT_ENTRIES]
-    candidates = guarded or _top_level_scripts(texts)
+    scripts, imported = _scripts(texts)
+    candidates = [f for f in scripts if f.stem not in imported] or scripts
     if len(candidates) == 1:
         return candidates[0], ""
     named = [c for c in candidates if c.stem in ("train", "main")]
@@ -249,8 +249,8 @@ def _runs(statement: ast.stmt) -> bool:
     return isinstance(statement, _RUNS)
 
 
-def _top_level_scripts(texts: dict[Path, str]) -> list[Path]:
-    """The files whose module level runs something and that no other file imports."""
+def _scripts(texts: dict[Path, str]) -> tuple[list[Path], set[str]]:
+    """The files that run something (see :func:`find_entry`), and the names the files import."""
     imported: set[str] = set()
     runs: list[Path] = []
     for f, text in texts.items():
@@ -266,9 +266,11 @@ def _top_level_scripts(texts: dict[Path, str]) -> list[Path]:
             elif isinstance(node, ast.ImportFrom):  # `from . import model`, `from .model import`
                 imported.update([node.module.split(".")[0]] if node.module else [])
                 imported.update(a.name for a in node.names)
-        if any(_runs(s) for s in tree.body):
+        if f.name not in _NOT_ENTRIES and (
+            _MAIN_GUARD.search(text) or any(_runs(s) for s in tree.body)
+        ):
             runs.append(f)
-    return [f for f in runs if f.stem not in imported and f.name not in _NOT_ENTRIES]
+    return runs, imported
 
 
 _NOT_CUDA = (
