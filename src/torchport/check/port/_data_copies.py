@@ -22,13 +22,10 @@ from __future__ import annotations
 import ast
 
 from torchport.check._match import keyword
-from torchport.check.semantic import BindingKind
+from torchport.check.port._reaching import Reaching
+from torchport.check.semantic import BindingKind, ScopeMap
 
-TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
-if TYPE_CHECKING:
-    from torchport.check.port._reaching import Reaching
-
-__all__ = ["DATA_COPIES", "copies_a_sequence"]
+__all__ = ["DATA_COPIES", "DataCopies", "copies_a_sequence"]
 
 DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 _SEQUENCES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
@@ -47,3 +44,14 @@ def copies_a_sequence(call: ast.Call, name: str | None, reaching: Reaching) -> b
     return bool(found) and all(
         b.kind is BindingKind.ASSIGN and isinstance(b.value, _SEQUENCES) for b in found
     )
+
+
+class DataCopies:
+    """:func:`copies_a_sequence` for one file, its may-reach questions made once."""
+
+    def __init__(self, scopes: ScopeMap) -> None:
+        self.reaching = Reaching(scopes)
+
+    def to_the_cpu(self, call: ast.Call, name: str | None) -> bool:
+        """Whether ``call`` (qualified ``name``) copies a Python sequence to a CPU tensor."""
+        return copies_a_sequence(call, name, self.reaching)

@@ -34,9 +34,8 @@ from torchport.check.port._collected import (
     comprehension_on_device,
     every_read_collects,
 )
-from torchport.check.port._data_copies import copies_a_sequence
+from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._models import MODEL_METHODS
-from torchport.check.port._reaching import Reaching
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -166,7 +165,7 @@ class DeviceFlow:
         self.device_calls: set[int] = set()
         # Own calls returning only host data (`hist = train(model, x)` of floats): _call_flow.
         self.host_calls: set[int] = set()
-        self._reaching: Reaching | None = None  # made on first use (a data copy of a name)
+        self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -180,7 +179,7 @@ class DeviceFlow:
             func = expr.func
             if self.models.forward(expr, scope) or id(expr) in self.device_calls:
                 return True
-            if copies_a_sequence(expr, self.ctx.qualname(func), self.reaching):
+            if self.copies.to_the_cpu(expr, self.ctx.qualname(func)):
                 return False  # `torch.tensor(outs)` of a list: on the CPU (`_data_copies`)
             if isinstance(func, ast.Attribute) and (
                 func.attr in HOST_READS or self.to_cpu(expr, scope)
@@ -231,13 +230,6 @@ class DeviceFlow:
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return comprehension_on_device(expr, scope.values, lambda e: self.on_device(e, scope))
         return False
-
-    @property
-    def reaching(self) -> Reaching:
-        """May-reach questions for the file's names (:class:`Reaching`), made once."""
-        if self._reaching is None:
-            self._reaching = Reaching(self.ctx.scopes)
-        return self._reaching
 
     def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
         """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host, not to the device."""
