@@ -43,9 +43,9 @@ __all__ = [
 # Calls that make a new tensor on the CPU unless told otherwise.
 CREATORS = frozenset(
     f"torch.{n}"
-    for n in ("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
-              "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
-              "bernoulli", "tril_indices", "triu_indices")
+    for n in ("tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full",
+              "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
+              "normal", "bernoulli", "tril_indices", "triu_indices")
 )  # fmt: skip
 # The legacy typed constructors (`torch.LongTensor([...])`): CPU tensors, no `device=` taken.
 TYPED_CONSTRUCTORS = frozenset(

@@ -34,6 +34,7 @@ from torchport.check.port._collected import (
     comprehension_on_device,
     every_read_collects,
 )
+from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._models import MODEL_METHODS
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -164,6 +165,7 @@ class DeviceFlow:
         self.device_calls: set[int] = set()
         # Own calls returning only host data (`hist = train(model, x)` of floats): _call_flow.
         self.host_calls: set[int] = set()
+        self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -177,6 +179,8 @@ class DeviceFlow:
             func = expr.func
             if self.models.forward(expr, scope) or id(expr) in self.device_calls:
                 return True
+            if self.copies.to_the_cpu(expr, self.ctx.qualname(func)):
+                return False  # `torch.tensor(outs)` of a list: on the CPU (`_data_copies`)
             if isinstance(func, ast.Attribute) and (
                 func.attr in HOST_READS or self.to_cpu(expr, scope)
             ):

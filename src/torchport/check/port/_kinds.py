@@ -45,6 +45,7 @@ from torchport.check.port._calls import (
 from torchport.check.port._class_attributes import ClassAttributes
 from torchport.check.port._command_line import CommandLine
 from torchport.check.port._container_items import ContainerItems
+from torchport.check.port._data_copies import copies_a_sequence
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope
@@ -370,6 +371,8 @@ class ValueKinds:
         or when the port makes it there (TP503's fix: :mod:`~torchport.check.port._placed`)."""
         if placed_by_the_port(call, self.facts):
             return Kind.DEVICE
+        if copies_a_sequence(call, self.ctx.qualname(call.func), self.reaching):
+            return Kind.TENSOR  # `torch.tensor(outs)` of a list: on the CPU (`_data_copies`)
         for k in call.keywords:
             if k.arg == "device":
                 if follows_a_tensor(k.value):  # `device=x.device`: where `x` is
