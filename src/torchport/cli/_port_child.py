@@ -18,7 +18,9 @@ REPORT (a JSON object):
 * ``"host_work"``: each place in the user's code where the run computed on the
   host (a model, a raw ``requires_grad`` tensor or a layer's weight left on the
   CPU: the rule is :mod:`torchport.cli._host_watch`'s), as
-  ``[path, line, call, calls, kind, chosen]`` once per place.
+  ``[path, line, call, calls, kind, chosen]`` once per place;
+* ``"on_device"``: how many storages the run put on the simulated accelerator (0: the
+  program computed on the CPU alone, whatever it printed).
 
 Both watches are one :class:`torch.overrides.TorchFunctionMode`: it sees the
 torch calls of the user's code and of the libraries it calls, and names the
@@ -64,10 +66,14 @@ def _run(command: list[str], roots: list[str], redirect: bool, report: dict[str,
         report.update(setup="no-simulator", message=str(exc))
         return 3
     from torchport.run import RunOptions, run_command
+    from torchport.sim import storages_placed
 
     options = RunOptions(command=tuple(command), device="sim", quiet=True, redirect_cuda=redirect)
-    with _watch(roots, report["float64"], report["host_work"]):
-        return run_command(options)
+    try:
+        with _watch(roots, report["float64"], report["host_work"]):
+            return run_command(options)
+    finally:
+        report["on_device"] = storages_placed()
 
 
 def _float64_on_device(value: Any, torch: Any) -> bool:

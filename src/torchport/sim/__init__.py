@@ -11,5 +11,12 @@ asynchronous copy and out-of-memory fails as it would on a GPU. Users reach it a
 from __future__ import annotations
 
 from torchport.sim._install import installed, is_simulated, simulate_accelerator, supported
+from torchport.sim._ledger import LEDGER
 
-__all__ = ["installed", "is_simulated", "simulate_accelerator", "supported"]
+__all__ = ["installed", "is_simulated", "simulate_accelerator", "storages_placed", "supported"]
+
+
+def storages_placed() -> int:
+    """How many tensor storages the simulated accelerator has held in this process, ever:
+    0 when the program never put a tensor there (whatever it freed or reset since)."""
+    return LEDGER.storages_charged()

@@ -38,12 +38,19 @@ class Ledger:
         self._held: dict[int, list[int]] = {}  # storage data_ptr -> [nbytes, holders]
         self._allocated = 0
         self._peak = 0
+        self._charged = 0  # storages ever charged: never reset, never given back
         self._lock = threading.Lock()
 
     def figures(self) -> MemoryFigures:
         """The allocated bytes, the peak since the last reset, and the limit."""
         with self._lock:
             return MemoryFigures(self._allocated, self._peak, self.limit)
+
+    def storages_charged(self) -> int:
+        """How many storages the simulated accelerator has held since the ledger was made
+        (a program that never put a tensor there: 0, whatever it reset or freed)."""
+        with self._lock:
+            return self._charged
 
     def reset_peak(self) -> None:
         """Start the peak again from what is allocated now."""
@@ -77,6 +84,7 @@ class Ledger:
                     raise torch.OutOfMemoryError(self._message(nbytes))
                 entry = self._held[key] = [nbytes, 0]
                 self._allocated += nbytes
+                self._charged += 1
                 self._peak = max(self._peak, self._allocated)
             entry[1] += 1
         weakref.finalize(raw, self._release, key)

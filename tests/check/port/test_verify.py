@@ -42,6 +42,35 @@ def test_a_fully_placed_project_is_verified(
     assert "Not verified" not in out
 
 
+# Programs that compute with torch but hold no model nor trained tensor (h31n's bandits):
+# the port has nothing to place, and a run that ends proves nothing about the accelerator.
+_IDLE = {
+    "bandit": "q = torch.zeros(3)\nfor t in range(5):\n    a = int(torch.argmax(q))\n"
+    "    q[a] += torch.rand(1).item()\nprint(q.sum().item() >= 0)\n",
+    "numbers": "print(float(torch.arange(4.0).mean()))\n",
+    "guarded": "def main():\n    print(torch.ones(2).sum().item())\n\n\n"
+    "if __name__ == '__main__':\n    main()\n",
+}
+
+
+@pytest.mark.needs_simulator  # runs the program on sim:0: needs torch 2.7+
+@pytest.mark.parametrize("kind", sorted(_IDLE))
+@pytest.mark.parametrize("with_model", [False, True])
+def test_a_run_that_puts_nothing_on_the_accelerator_is_not_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, with_model: bool
+) -> None:
+    script = tmp_path / "prog.py"
+    model = "net = torch.nn.Linear(2, 1)\nprint(net(torch.ones(1, 2)).shape)\n"
+    script.write_text("import torch\n\n" + (model if with_model else "") + _IDLE[kind])
+    code = main(["port", str(script), "--verify"])
+    out = capsys.readouterr().out
+    if with_model:  # the model placed: the run used the accelerator
+        assert code == 0 and "Verified on the simulated accelerator" in out, out
+    else:
+        assert code == 1 and "Verified on the simulated accelerator" not in out, out
+        assert "put no tensor on it" in out, out
+
+
 @pytest.mark.needs_simulator  # runs the project on sim:0: needs torch 2.7+
 def test_data_left_on_the_cpu_is_a_finding_with_its_line_and_no_verified(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

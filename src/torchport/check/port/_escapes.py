@@ -275,7 +275,7 @@ def _only_called_back(node: ast.expr, facts: PortFacts, scope: PortScope) -> boo
 
 
 def _items_taken(literal: ast.expr, index: ast.expr | None) -> list[ast.expr]:
-    """The items of ``literal`` a read may take: the one a constant ``index`` names
+    """The items of ``literal`` a read may take: the item a constant ``index`` names
     (``pair[0]``, ``pair[-1]``, ``models["a"]``), else every item (a loop, an index not
     told)."""
     if isinstance(literal, ast.Dict):

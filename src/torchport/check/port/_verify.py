@@ -128,10 +128,18 @@ class Verification:
     # "accelerator" (no redirect: an accelerator that is not CUDA).
     seen_as: str = "cuda"
     host_work: tuple[HostWork, ...] = ()
+    # storages the run put on the simulated accelerator (-1: not told); 0 on a run that
+    # ended means nothing it computed ran there: no proof of anything
+    on_device: int = -1
 
     @property
     def verified(self) -> bool:
-        return self.status == "verified" and not self.float64 and not self.host_work
+        return (
+            self.status == "verified"
+            and not self.float64
+            and not self.host_work
+            and self.on_device != 0
+        )
 
     def summary(self, left: int = 0) -> str:
         """What the run showed, for the port's report: findings first, then one sentence.
@@ -158,6 +166,15 @@ class Verification:
             return (
                 f"Not verified: {self.entry} ran to its end on the simulated accelerator "
                 f"({self.seconds:.0f} s), with {' and '.join(f for f in found if f)} (above)."
+            )
+        if self.status == "verified" and self.on_device == 0:
+            seen = "" if self.seen_as == "cuda" else f" {_NOT_CUDA}"
+            return (
+                f"Not verified: {self.entry} ran to its end on the simulated accelerator{seen} "
+                f"({self.seconds:.0f} s) but put no tensor on it: everything it computed stayed "
+                "on the CPU (the port places models, what meets them and tensors that require "
+                "grad: this run made none); move its tensors to `device` yourself if "
+                "they should run there."
             )
         if self.status == "verified":
             return (
@@ -203,7 +220,7 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
     A folder's scripts are its files that run something: an ``if __name__ ==
     "__main__":`` block, or module-level code (a call, a loop, a ``with``);
     ``setup.py``, ``conftest.py``, ``noxfile.py`` and a package's
-    ``__init__.py``/``__main__.py`` are never one. The entry is the one script no
+    ``__init__.py``/``__main__.py`` are never one. The entry is the single script no
     other file of the folder imports (``model.py`` with a self-test, beside the
     ``train.py`` importing it, is a module), ``train.py`` or ``main.py`` among
     several. Returns (entry, why not) where entry is None when there is no single
@@ -299,7 +316,8 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
     if second.status != "verified":
         return dataclasses.replace(second, float64=float64, host_work=host_work)
     seconds = first.seconds + second.seconds
-    return dataclasses.replace(first, seconds=seconds, float64=float64, host_work=host_work)
+    idle = second if second.on_device == 0 and first.on_device != 0 else first  # the run to name
+    return dataclasses.replace(idle, seconds=seconds, float64=float64, host_work=host_work)
 
 
 def _run_once(
@@ -344,9 +362,11 @@ def _run_once(
         )
     )
     if done.returncode == 0:
+        on_device = int(report.get("on_device", -1))
         return Verification(
-            str(entry), "verified", seconds, float64=float64, seen_as=seen_as, host_work=host
-        )
+            str(entry), "verified", seconds, float64=float64, seen_as=seen_as, host_work=host,
+            on_device=on_device,
+        )  # fmt: skip
     path, line = _user_frame(done.stderr, roots)
     message = _last_line(done.stderr) or f"exit status {done.returncode}"
     status = "device-error" if _DEVICE_WORDS.search(message) else "error"
