@@ -18,7 +18,9 @@ every rule for constants lists its values, the walk skips the other constants as
 
 A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``) is
 not handed the nodes of the others (``_select.context_of``), nor, for a rule that names
-CUDA, those that need CUDA anyway (``_select.default_reports``).
+CUDA, those that need CUDA anyway (``_select.default_reports``); whether the file needs it
+through a project module it imports is asked only once such a rule finds something there
+(``_select.default_reports_found``), the findings then dropped.
 
 A rule that raises is a bug in torchport, not in the checked code: the engine records a
 :class:`RuleFailure` naming the rule and the file, turns that rule off for the rest of the
@@ -40,7 +42,13 @@ from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
-from torchport.check._select import default_reports, scoped_codes, select_rules, swapped_rules
+from torchport.check._select import (
+    default_reports,
+    default_reports_found,
+    scoped_codes,
+    select_rules,
+    swapped_rules,
+)
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
 
@@ -314,10 +322,15 @@ def _walk(
             rules = dispatch.get(cls)
         if rules is not None:
             for rule in rules:
-                if scoped and rule.code in scoped and not default_reports(type(rule), ctx, node):
-                    continue  # a default run leaves this context to explicit selection
+                lazy = False  # a scoped rule's last question, asked of a finding (follow)
+                if scoped and rule.code in scoped:
+                    if not default_reports(type(rule), ctx, node, follow=False):
+                        continue  # a default run leaves this context to explicit selection
+                    lazy = True
                 try:
                     for finding in rule.check(node, ctx):
+                        if lazy and not default_reports_found(type(rule), ctx):
+                            break  # the file needs CUDA anyway through its project imports
                         if noqa:
                             first, last = finding.line, finding.end_line
                             span = _statement_span(node, ctx.ancestors)

@@ -38,6 +38,7 @@ __all__ = [
     "available_rules",
     "context_of",
     "default_reports",
+    "default_reports_found",
     "fix_command",
     "fixable_rules",
     "in_a_benchmark",
@@ -283,19 +284,39 @@ _RUNNER: list[Callable[[Context], bool]] = []
 _BENCH = "select.in_a_benchmark"  # Context.memo's key
 
 
-def default_reports(rule: type[Rule], ctx: Context, node: ast.AST | None = None) -> bool:
-    """Whether a default run hands ``rule`` the node being checked (``node``): the node is in
-    one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does not
-    need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding
-    it, imports a CUDA-only package or extension, or it is in a test class run only once such
-    an import succeeded)."""
+def default_reports(
+    rule: type[Rule], ctx: Context, node: ast.AST | None = None, *, follow: bool = True
+) -> bool:
+    """Whether a default run reports ``rule`` at the node being checked (``node``): the node
+    is in one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does
+    not need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block
+    holding it, imports a CUDA-only package or extension, or it is in a test class run only
+    once such an import succeeded; or its file surely imports a module of its own project
+    that needs CUDA anyway).
+
+    ``follow=False``: all but the last, which the engine asks only of a finding about to be
+    reported (:func:`default_reports_found`): ``default_reports(r, c, n)`` is
+    ``default_reports(r, c, n, follow=False) and default_reports_found(r, c)``."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:
         return True
     from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
 
-    return not needs_cuda_here(ctx, node)
+    return not needs_cuda_here(ctx, node, follow=follow)
+
+
+def default_reports_found(rule: type[Rule], ctx: Context) -> bool:
+    """What :func:`default_reports` with ``follow=False`` left out, asked of a finding of
+    ``rule`` about to be reported: for a rule of :data:`CUDA_NAMING`, the file does not
+    surely import a module of its own project that needs CUDA anyway
+    (``rules/_cuda_projects.imports_cuda_module``; resolving the file's imports is worth it
+    only where a finding is at stake, not for every node a rule is handed)."""
+    if rule.code not in CUDA_NAMING:
+        return True
+    from torchport.check.rules._cuda_projects import imports_cuda_module  # on first use
+
+    return not imports_cuda_module(ctx)
 
 
 def scoped_codes(
