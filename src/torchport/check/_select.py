@@ -38,7 +38,6 @@ __all__ = [
     "available_rules",
     "context_of",
     "default_reports",
-    "default_reports_found",
     "fix_command",
     "fixable_rules",
     "in_a_benchmark",
@@ -292,29 +291,27 @@ def default_reports(
     not need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block
     holding it, imports a CUDA-only package or extension, or it is in a test class run only
     once such an import succeeded; or its file surely imports a module of its own project
-    that needs CUDA anyway).
+    that needs CUDA anyway, ``rules/_cuda_imports.imports_cuda_module``).
 
-    ``follow=False``: all but the last, which the engine asks only of a finding about to be
-    reported (:func:`default_reports_found`): ``default_reports(r, c, n)`` is
-    ``default_reports(r, c, n, follow=False) and default_reports_found(r, c)``."""
+    ``follow=False``: all but the last, which resolves the file's imports: the engine asks
+    that first, and the whole question only of a finding about to be reported (a file's
+    imports are worth resolving only where a finding is at stake, not for every node a
+    rule is handed)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:
         return True
     from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
 
-    return not needs_cuda_here(ctx, node, follow=follow)
-
-
-def default_reports_found(rule: type[Rule], ctx: Context) -> bool:
-    """What :func:`default_reports` with ``follow=False`` left out, asked of a finding of
-    ``rule`` about to be reported: for a rule of :data:`CUDA_NAMING`, the file does not
-    surely import a module of its own project that needs CUDA anyway
-    (``rules/_cuda_projects.imports_cuda_module``; resolving the file's imports is worth it
-    only where a finding is at stake, not for every node a rule is handed)."""
-    if rule.code not in CUDA_NAMING:
+    if needs_cuda_here(ctx, node):
+        return False
+    if not follow:
         return True
-    from torchport.check.rules._cuda_projects import imports_cuda_module  # on first use
+    from torchport.check.rules._own_extensions import may_import_local
+
+    if not may_import_local(ctx):  # a look with os.path before the project view is loaded
+        return True
+    from torchport.check.rules._cuda_imports import imports_cuda_module
 
     return not imports_cuda_module(ctx)
 

@@ -1,5 +1,5 @@
 """A module whose top level surely imports a module of its own project that needs CUDA anyway
-needs it too (``rules/_cuda_projects.py``; issue 34, branch n34i: sample AA's FoundationPose and
+needs it too (``rules/_cuda_imports.py``; issue 34, branch n34i: sample AA's FoundationPose and
 BundleSDF modules that ``from Utils import *``, where ``Utils.py`` imports ``nvdiffrast`` at its
 top). Python runs the imported module's top level first: if that raises without CUDA, so does
 the importer.
@@ -195,3 +195,36 @@ def test_the_check_cache_sees_the_imported_module_change(tmp_path: Path) -> None
     assert "TP402" in codes()
     utils.write_text("import nvdiffrast.torch as dr\n")
     assert "TP402" not in codes()
+
+
+def test_the_imports_are_resolved_only_where_a_finding_is_at_stake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resolving a file's imports is asked only when a rule naming CUDA is about to report in
+    it (``_select.default_reports``, asked whole only of a finding), once per file, never for
+    every file: a file whose CUDA-naming candidates report nothing asks nothing."""
+    from torchport.check.rules import _cuda_imports
+
+    asked: list[str] = []
+    real = _cuda_imports._imports_cuda_module
+
+    def counted(ctx: object) -> bool:
+        asked.append(str(getattr(ctx, "path", "")))
+        return real(ctx)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_cuda_imports, "_imports_cuda_module", counted)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "Utils.py").write_text("import nvdiffrast.torch as dr\n")
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text(
+        "from Utils import *\nimport torch\n"
+        "device = torch.device('cpu')\nx = torch.zeros(1).to(device)\n"
+    )
+    loud = tmp_path / "loud.py"
+    loud.write_text(
+        "from Utils import *\nimport torch\ntorch.cuda.manual_seed(0)\ntorch.cuda.manual_seed(1)\n"
+    )
+    assert not check_paths([quiet], jobs=1).findings
+    assert asked == []
+    assert not [f for f in check_paths([loud], jobs=1).findings if f.code == "TP402"]
+    assert [Path(p).name for p in asked] == ["loud.py"]  # once for the file, two findings

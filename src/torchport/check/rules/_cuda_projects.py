@@ -76,46 +76,16 @@ the file. An import or call after the line, in another function, or in a ``try``
 not in (the ``except`` arm, the code after it) is no such sign; a test class whose every
 test is skipped unless one succeeded is one (``rules/_import_gates.py``).
 
-So is a module whose top level surely imports (:func:`_sure_imports`' sense: not under an
-``if``, a function or a ``try`` going on without it) a module of its own checkout (resolved as
-the project view resolves imports, ``port/_module_files.find_module``: ``import m``, ``from m
-import x``, ``from m import *``, ``from . import m``, ``import pkg.m``; inside the folder
-holding ``.git``, else the highest one holding a ``setup.py`` or ``pyproject.toml``, else the
-module's own folder) that needs CUDA anyway by its own statements, as above
-(:func:`imports_cuda_module`): Python runs the imported module's top level first, and if that
-raises without CUDA, so does the importer. One level: the imported module counts by its own
-statements, not by what it imports in turn (no cycle to guard). Asked only where a finding of
-a rule naming CUDA is about to be reported in the file (``_select.default_reports_found``),
-the imported module read only when its text names a candidate (a CUDA-only package, apex,
-``_cuda``, ``cpp_extension``, a name its checkout builds for CUDA alone), and kept per path
-with what it read (``_listing.remembered``: the check cache sees an edit of it).
-
-Measured over every judged row of samples A-AA in other code (issue 34, branch n34i; the rows
-a rule naming CUDA reports there): one level takes 12 more of TP101's low rows (RWKV-LM's
-``verify.py`` and ``train.py``, which import the model module loading its timex/wkv CUDA
-kernel, 9 rows of S; MambaVision's ``train.py`` and ``validate.py``, ``from
-models.mamba_vision import *``, 2 of R; FoundationPose's ``estimater.py``, ``from Utils import
-*`` where ``Utils.py`` imports nvdiffrast, 1 of AA) and a low TP403 row (MambaVision's
-throughput script), and 2 judged real: KAIR's ``network_rvrt.py`` imports
-``op/deform_attn.py``, which compiles a ``.cu`` kernel with ``load`` at its top, and
-llm-awq's ``auto_scale.py`` imports ``qmodule.py``, which imports the ``awq_inference_engine``
-``CUDAExtension``: both modules raise on import without CUDA, which the judgments did not weigh.
-TP101's figure where a default run reports it, A-Y: 650 of 810 -> 648 of 797. Two levels (what
-the imported module imports, once more) would take 19 low and 6 real TP101 rows in all, and 5
-real rows of TP102, TP109, TP110 and TP401 (4 low of TP113, TP401, TP403): not taken.
-Not followed: a module found only through a ``sys.path`` edit (FoundationPose's
-``learning/*`` modules put a folder above them on the path,
-``sys.path.append(f"{code_dir}/../../")``, before ``from Utils import *``: 4 low rows of
-AA), a package's ``__init__`` run on the way to its module.
-
-Not signals: Triton (fla runs its Triton kernels on XPU too),
-CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under a ``try`` going on without it, for the
-code after it: a project that falls back when AutoGPTQ's kernels are missing), TileLang
-(CUDA, ROCm and other back ends), the ``.cu`` files (a checkout's ``setup.py`` says what it
-builds). Computed once per file (``Context.memo``; the blocks
-walked only when the source names a candidate); a checkout's extensions once per folder for
-the process.
+So is a module whose top level surely imports a module of its own project that needs CUDA
+anyway by its own statements (``rules/_cuda_imports.py``: one level, asked only where a
+finding is at stake; the measure that decided it is there). Not signals: Triton (fla runs
+its Triton kernels on XPU too), CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a
+``_C`` or other extension built through a variable, an optional import (under a ``try``
+going on without it, for the code after it: a project that falls back when AutoGPTQ's
+kernels are missing), TileLang (CUDA, ROCm and other back ends), the ``.cu`` files (a
+checkout's ``setup.py`` says what it builds). Computed once per file (``Context.memo``; the
+blocks walked only when the source names a candidate); a checkout's extensions once per
+folder for the process.
 """
 
 from __future__ import annotations
@@ -134,7 +104,6 @@ __all__ = [
     "APEX_CUDA_CALLS",
     "CUDA_PACKAGES",
     "cuda_extensions",
-    "imports_cuda_module",
     "needs_cuda_anyway",
     "needs_cuda_here",
 ]
@@ -180,32 +149,19 @@ _FOLDERS_SEEN: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by a 
 _SCRIPTS: dict[object, object] = {}  # _apex_script's answers, by path
 
 
-def needs_cuda_anyway(ctx: Context, *, follow: bool = True) -> bool:
-    """Whether the file needs CUDA anyway (the invariant above). Once per file.
-
-    ``follow=False``: by the file's own statements alone, not the project modules it
-    imports (:func:`imports_cuda_module`, asked apart only of a finding about to be
-    reported: ``_select.default_reports_found``)."""
+def needs_cuda_anyway(ctx: Context) -> bool:
+    """Whether the file needs CUDA anyway by its own statements (the invariant above; its
+    project imports: ``rules/_cuda_imports.py``). Once per file."""
     found = ctx.memo.get("cuda_projects.needs")
     if found is None:
         found = ctx.memo["cuda_projects.needs"] = _needs(ctx)
-    return bool(found) or (follow and imports_cuda_module(ctx))
-
-
-def imports_cuda_module(ctx: Context) -> bool:
-    """Whether the module's top level surely imports a module of its own checkout that
-    needs CUDA anyway by its own statements (the invariant above: one level). Once per file."""
-    found = ctx.memo.get("cuda_projects.imports")
-    if found is None:
-        found = ctx.memo["cuda_projects.imports"] = _imports_cuda_module(ctx)
     return bool(found)
 
 
-def needs_cuda_here(ctx: Context, node: ast.AST | None = None, *, follow: bool = True) -> bool:
+def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
     """Whether ``node``, the node being checked, needs CUDA anyway: its file does, or a block
-    holding it surely imports a CUDA-only name before it (the invariant above).
-    ``follow=False``: the file by its own statements alone (:func:`needs_cuda_anyway`)."""
-    if needs_cuda_anyway(ctx, follow=follow):
+    holding it surely imports a CUDA-only name before it (the invariant above)."""
+    if needs_cuda_anyway(ctx):
         return True
     if ctx.mentions("skipIf") or ctx.mentions("skipUnless"):  # a gated test class
         from torchport.check.rules._import_gates import in_a_gated_test  # on first use
@@ -289,98 +245,6 @@ def _needs(ctx: Context) -> bool:
         or (_may_call_apex(ctx) and _runs_apex_cuda(ctx, imported))
         or (_imports_apex(imported) and _helper_of_apex_scripts(ctx))
     )
-
-
-# A module's text holds one of these when it may need CUDA anyway by its own statements (the
-# names its checkout builds for CUDA alone apart): a CUDA-only package or kernel library, apex,
-# a `*_cuda` extension, a compile of CUDA sources. A look before the module is parsed.
-_NEEDS_WORDS = (
-    *sorted(CUDA_PACKAGES),
-    *sorted(_KERNEL_LIBRARIES),
-    "apex",
-    "_cuda",
-    "cpp_extension",
-)
-_MODULES: dict[object, object] = {}  # _module_needs' answers, by path
-
-
-def _imports_cuda_module(ctx: Context) -> bool:
-    """The module's top level surely imports (:func:`_sure_import_nodes`) a module of its
-    own checkout (``port/_module_files.find_module``, the project view's resolution) that
-    needs CUDA anyway by its own statements (:func:`_module_needs`)."""
-    if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
-        return False
-    from torchport.check.port._module_files import Lookups  # on first use
-
-    importer = real_path(ctx.path)
-    top = _root(Path(importer).parent)
-    inside = str(top if top is not None else Path(importer).parent) + os.sep
-    lookups = Lookups()
-    for stmt in ctx.tree.body:
-        for node in _sure_import_nodes(stmt):
-            for found in _imported_files(node, Path(importer), lookups):
-                path = real_path(str(found))
-                if path != importer and path.startswith(inside) and _module_needs(path):
-                    return True
-    return False
-
-
-def _sure_import_nodes(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
-    """The import statements a top-level ``stmt`` surely runs (:func:`_sure_imports`' sense:
-    itself, or in a ``try`` whose every ``except`` arm raises again; not under an ``if``)."""
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return [stmt]
-    if isinstance(stmt, (ast.Try, ast.TryStar)) and all(
-        h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers
-    ):
-        return [n for s in (*stmt.body, *stmt.orelse) for n in _sure_import_nodes(s)]
-    return []
-
-
-def _imported_files(
-    node: ast.Import | ast.ImportFrom, importer: Path, lookups: object
-) -> list[Path]:
-    """The project's files ``node`` runs (as the project view resolves them): the module it
-    names, and for ``from m import a`` the submodule ``m.a`` where ``a`` is one."""
-    from torchport.check.port._module_files import Lookups, find_module  # on first use
-
-    assert isinstance(lookups, Lookups)
-    if isinstance(node, ast.Import):
-        asked = [(alias.name, 0) for alias in node.names]
-    else:
-        module, level = node.module, node.level
-        asked = [(module, level)] if module else []  # `from . import m`: the package runs
-        asked += [  # already (the importer is in it); its modules `m` are asked below
-            (f"{module}.{alias.name}" if module else alias.name, level)
-            for alias in node.names
-            if alias.name != "*"
-        ]
-    found = [find_module(importer, dotted, level, lookups) for dotted, level in asked]
-    return [f for f in found if f is not None]
-
-
-def _module_needs(path: str) -> bool:
-    """The module at ``path`` needs CUDA anyway by its own statements (:func:`_needs`); kept
-    per path with what it read (``_listing.remembered``)."""
-    return bool(remembered(_MODULES, path, lambda: _reads_needs(path)))
-
-
-def _reads_needs(path: str) -> bool:
-    from torchport.check._syntax import parsed_module  # on first use
-
-    note(path)  # what the answer rests on (check/_listing.py)
-    try:
-        source = Path(path).read_text(encoding="utf-8", errors="surrogateescape")
-    except (OSError, ValueError):
-        return False
-    built = cuda_extensions(_folder_of(path))
-    if not any(w in source for w in _NEEDS_WORDS) and not any(n in source for n in built):
-        return False
-    try:
-        tree = parsed_module(path, source)
-    except (SyntaxError, ValueError):
-        return False
-    return _needs(Context(source, path, tree))
 
 
 def _imports_apex(imported: list[tuple[str, bool]]) -> bool:
