@@ -485,12 +485,13 @@ def _context_at(source: str, path: str, line: int) -> str:
 def _needs_cuda(source: str, path: Path, line: int) -> str:
     """``yes`` where the code at ``line`` needs CUDA anyway (``rules/_cuda_projects.
     needs_cuda_here``: its file imports a CUDA-only package or extension, or a block holding
-    the line does before it; a default run leaves the rules that name CUDA out of it), else
-    ``no``. ``path`` is the file in its extracted checkout, which the extension lookup reads."""
-    from torchport.check.rules._cuda_projects import needs_cuda_here
+    the line does before it; ``rules/_cuda_imports``: its file surely imports a module of its
+    project that does; a default run leaves the rules that name CUDA out of it), else ``no``.
+    ``path`` is the file in its extracted checkout, which the extension lookup reads."""
+    from torchport.check.rules._cuda_imports import needs_cuda_with_imports
 
     at = _at(source, str(path), line)
-    return "yes" if at is not None and needs_cuda_here(*at) else "no"
+    return "yes" if at is not None and needs_cuda_with_imports(*at) else "no"
 
 
 def scope(mirror: Path, samples: list[Path], out: Path) -> None:

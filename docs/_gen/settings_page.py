@@ -46,7 +46,8 @@ MORE: dict[str, str] = {
     "TP110, TP114, TP203, TP402), "
     "or, for a rule that names CUDA (TP101, TP109, TP110, TP402 among "
     "those on), in code that needs CUDA anyway (a module importing a CUDA-only package or its "
-    "project's own CUDA-only extension, or code after such an import in a block holding it, "
+    "project's own CUDA-only extension, or a module of its project that does, or code after "
+    "such an import in a block holding it, "
     "or a test class whose every test is skipped unless such an import succeeded), "
     "and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "

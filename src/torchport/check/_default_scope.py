@@ -26,9 +26,10 @@ of code narrows (:data:`KEPT_ON`, each with its reason, held by the same test): 
 that name CUDA (``_select.CUDA_NAMING``) are left by a default run out of code that needs
 CUDA anyway (``rules/_cuda_projects.py``: a module importing a CUDA-only package or its
 project's own CUDA-only extension, compiling CUDA sources, or calling apex's
-``amp.initialize``/``DistributedDataParallel`` on every run; code after such an import or
-call in a block holding it), so what a default run reports of them is their judged findings in
-other code outside such code (:data:`NARROWED`, from the ``cuda`` column of
+``amp.initialize``/``DistributedDataParallel`` on every run, or surely importing a module of
+its project that does one of these; code after such an import or call in a block holding
+it), so what a default run reports of them is their judged findings in other code outside
+such code (:data:`NARROWED`, from the ``cuda`` column of
 ``precision_scope.csv``). Every other rule
 under the bar is off by default and its page says so with its figure, save one kept on
 by decision (a :data:`KEPT_ON` entry with no :data:`NARROWED` figure): TP101, hard-coded
@@ -117,7 +118,7 @@ KEPT_ON: dict[str, str] = {
         "by decision: a hard-coded CUDA device is the first thing a port changes, and off, "
         "a plain `check` of a `.cuda()` script says nothing (held-out default recall, round "
         "5e: 0 of 32 sites without it); 651 of 907 judged findings in other code are real "
-        "(650 of 809 outside code that needs CUDA anyway, what a default run reports of it), "
+        "(648 of 796 outside code that needs CUDA anyway, what a default run reports of it), "
         "most of the rest correct but of low value: CUDA-only code the checker does not "
         'recognise, library code with overridden `device="cuda"` defaults, code the program '
         "never runs; samples U-Y, judged held out before they joined the pool, found 342 of "

@@ -18,7 +18,7 @@ every rule for constants lists its values, the walk skips the other constants as
 
 A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``) is
 not handed the nodes of the others (``_select.context_of``), nor, for a rule that names
-CUDA, those that need CUDA anyway (``_select.default_reports``).
+CUDA, those that need CUDA anyway (``_select.default_reports``; project imports: at a finding).
 
 A rule that raises is a bug in torchport, not in the checked code: the engine records a
 :class:`RuleFailure` naming the rule and the file, turns that rule off for the rest of the
@@ -74,8 +74,7 @@ _COMPOUND: tuple[type[ast.AST], ...] = (
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
 _LEAVE = object()  # stack marker: the innermost node on ctx.ancestors is finished
-# Node classes with no child nodes: the walk need not push one unless a rule
-# wants its type (no position is lost: nothing below them to be an ancestor of).
+# Node classes with no child nodes: pushed only for a rule wanting their type (no ancestors lost).
 _LEAVES: tuple[type[ast.AST], ...] = (
     ast.Name,
     ast.Constant,
@@ -122,8 +121,7 @@ class RuleSet:
             node_type: tuple(found) for node_type, found in dispatch.items()
         }
         self.visit_unpositioned = any(issubclass(t, _UNPOSITIONED) for t in self.dispatch)
-        # Constants go only to rules that list them, when every rule for them does:
-        # the others are leaves to skip like the rest.
+        # Constants go only to rules listing them, when all do: the others are leaves to skip.
         constant_rules = self.dispatch.get(ast.Constant, ())
         self.constants: frozenset[object] = frozenset()
         if constant_rules and all(rule.constants is not None for rule in constant_rules):
@@ -143,8 +141,7 @@ class RuleSet:
         self.by_attr: dict[str, tuple[Rule, ...] | None] = {}
         self.fields_of: dict[type[ast.AST], tuple[Callable[[ast.AST], Any], bool, bool]] = {}
         self._lacking: dict[frozenset[str], RuleSet] = {}
-        # The set this one was cut from (lacking/without), whose answers it filters: the
-        # sets the prefilter cuts learn each name from one walk of its rules, not their own.
+        # The set this was cut from (lacking/without): its answers filtered, one walk learning names
         self._root: RuleSet | None = None
         self._instances: dict[str, Rule] = {rule.code: rule for rule in self.rules}
 
@@ -307,10 +304,13 @@ def _walk(
             rules = dispatch.get(cls)
         if rules is not None:
             for rule in rules:
-                if scoped and rule.code in scoped and not default_reports(type(rule), ctx, node):
+                lazy = scoped and rule.code in scoped  # its project imports asked at a finding
+                if lazy and not default_reports(type(rule), ctx, node, follow=False):
                     continue  # a default run leaves this context to explicit selection
                 try:
                     for finding in rule.check(node, ctx):
+                        if lazy and not default_reports(type(rule), ctx, node):
+                            break  # the file needs CUDA anyway through a project import
                         if noqa:
                             first, last = finding.line, finding.end_line
                             span = _statement_span(node, ctx.ancestors)

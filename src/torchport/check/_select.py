@@ -283,19 +283,37 @@ _RUNNER: list[Callable[[Context], bool]] = []
 _BENCH = "select.in_a_benchmark"  # Context.memo's key
 
 
-def default_reports(rule: type[Rule], ctx: Context, node: ast.AST | None = None) -> bool:
-    """Whether a default run hands ``rule`` the node being checked (``node``): the node is in
-    one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does not
-    need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding
-    it, imports a CUDA-only package or extension, or it is in a test class run only once such
-    an import succeeded)."""
+def default_reports(
+    rule: type[Rule], ctx: Context, node: ast.AST | None = None, *, follow: bool = True
+) -> bool:
+    """Whether a default run reports ``rule`` at the node being checked (``node``): the node
+    is in one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does
+    not need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block
+    holding it, imports a CUDA-only package or extension, or it is in a test class run only
+    once such an import succeeded; or its file surely imports a module of its own project
+    that needs CUDA anyway, ``rules/_cuda_imports.imports_cuda_module``).
+
+    ``follow=False``: all but the last, which resolves the file's imports: the engine asks
+    that first, and the whole question only of a finding about to be reported (a file's
+    imports are worth resolving only where a finding is at stake, not for every node a
+    rule is handed)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:
         return True
     from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
 
-    return not needs_cuda_here(ctx, node)
+    if needs_cuda_here(ctx, node):
+        return False
+    if not follow:
+        return True
+    from torchport.check.rules._own_extensions import may_import_local
+
+    if not may_import_local(ctx):  # a look with os.path before the project view is loaded
+        return True
+    from torchport.check.rules._cuda_imports import imports_cuda_module
+
+    return not imports_cuda_module(ctx)
 
 
 def scoped_codes(

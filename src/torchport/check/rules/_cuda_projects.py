@@ -76,22 +76,16 @@ the file. An import or call after the line, in another function, or in a ``try``
 not in (the ``except`` arm, the code after it) is no such sign; a test class whose every
 test is skipped unless one succeeded is one (``rules/_import_gates.py``).
 
-The file itself, not the modules it imports: following one project import further
-(MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
-low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module that
-compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
-two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
-CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under a ``try`` going on without it, for the
-code after it: a project that falls back when AutoGPTQ's kernels are missing), TileLang
-(CUDA, ROCm and other back ends), the ``.cu`` files (a checkout's ``setup.py`` says what it
-builds). Computed once per file (``Context.memo``; the blocks
-walked only when the source names a candidate); a checkout's extensions once per folder for
-the process.
-
-Measured again over samples A-T (issue 34, branch n34): a top-level import of a project
-module that needs CUDA anyway would take 11 more of TP101's low rows in other code (RWKV's
-``verify.py`` and ``train.py``, MambaVision's) and the same 2 real ones; left out.
+So is a module whose top level surely imports a module of its own project that needs CUDA
+anyway by its own statements (``rules/_cuda_imports.py``: one level, asked only where a
+finding is at stake; the measure that decided it is there). Not signals: Triton (fla runs
+its Triton kernels on XPU too), CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a
+``_C`` or other extension built through a variable, an optional import (under a ``try``
+going on without it, for the code after it: a project that falls back when AutoGPTQ's
+kernels are missing), TileLang (CUDA, ROCm and other back ends), the ``.cu`` files (a
+checkout's ``setup.py`` says what it builds). Computed once per file (``Context.memo``; the
+blocks walked only when the source names a candidate); a checkout's extensions once per
+folder for the process.
 """
 
 from __future__ import annotations
@@ -156,7 +150,8 @@ _SCRIPTS: dict[object, object] = {}  # _apex_script's answers, by path
 
 
 def needs_cuda_anyway(ctx: Context) -> bool:
-    """Whether the file needs CUDA anyway (the invariant above). Once per file."""
+    """Whether the file needs CUDA anyway by its own statements (the invariant above; its
+    project imports: ``rules/_cuda_imports.py``). Once per file."""
     found = ctx.memo.get("cuda_projects.needs")
     if found is None:
         found = ctx.memo["cuda_projects.needs"] = _needs(ctx)
