@@ -28,8 +28,8 @@ throughput script), and 2 judged real: KAIR's ``network_rvrt.py`` imports
 ``op/deform_attn.py``, which compiles a ``.cu`` kernel with ``load`` at its top, and
 llm-awq's ``auto_scale.py`` imports ``qmodule.py``, which imports the ``awq_inference_engine``
 ``CUDAExtension``: both modules raise on import without CUDA, which the judgments did not weigh.
-TP101 where a default run reports it, A-Y: 650 of 809 -> 648 of 796 (one row no code reads aside). Two levels (what
-the imported module imports, once more) would take 19 low and 6 real TP101 rows in all, and 5
+TP101 where a default run reports it, A-Y: 650 of 809 -> 648 of 796. Two levels (what the
+imported module imports, once more) would take 19 low and 6 real TP101 rows in all, and 5
 real rows of TP102, TP109, TP110 and TP401 (4 low of TP113, TP401, TP403): not taken.
 Not followed: a module found only through a ``sys.path`` edit (FoundationPose's
 ``learning/*`` modules put a folder above them on the path,
