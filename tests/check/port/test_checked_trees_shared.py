@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,12 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_project, "_CACHE", {})
 
 
-def _check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Counter[str]]:
-    """The findings of a check of ``root`` in this process, and each text's parses."""
+def _project_and_parser(
+    root: Path, files: dict[str, str]
+) -> tuple[Counter[str], Callable[..., ast.Module]]:
+    """Write ``files`` under ``root``; a stand-in for ``ast.parse`` counting each text's parses."""
     root.mkdir()
-    for rel, text in FILES.items():
+    for rel, text in files.items():
         (root / rel).write_text(text, encoding="utf-8")
     parsed: Counter[str] = Counter()
     real = ast.parse
@@ -60,6 +63,12 @@ def _check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Coun
         parsed[source] += 1
         return real(source, *args, **kwargs)
 
+    return parsed, counting
+
+
+def _check(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Counter[str]]:
+    """The findings of a check of ``root`` in this process, and each text's parses."""
+    parsed, counting = _project_and_parser(root, FILES)
     with monkeypatch.context() as mp:
         mp.setattr(ast, "parse", counting)
         result = check_paths([root], jobs=1)
@@ -175,16 +184,8 @@ def _port(root: Path, files: dict[str, str], chars: int) -> tuple[list[object], 
     keeping up to ``chars`` characters of checked trees, and each text's parses."""
     from torchport.check import port_paths
 
-    root.mkdir()
-    for rel, text in files.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    parsed: Counter[str] = Counter()
+    parsed, counting = _project_and_parser(root, files)
     real = ast.parse
-
-    def counting(source: Any, *args: Any, **kwargs: Any) -> ast.Module:
-        parsed[source] += 1
-        return real(source, *args, **kwargs)
-
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_syntax, "_CHECKED", OrderedDict())
         mp.setattr(_syntax, "_KEPT", OrderedDict())
