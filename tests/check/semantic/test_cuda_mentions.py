@@ -54,3 +54,15 @@ def test_snippet_is_the_first_line_cut_at_sixty() -> None:
     arguments = fn.tree.body[0].args  # type: ignore[attr-defined]
     assert not hasattr(arguments, "lineno")
     assert snippet(arguments, fn) == "def f(a, b=1):"  # no position: its function's first line
+
+
+def test_snippet_goes_on_past_a_line_that_ends_in_an_opening_bracket() -> None:
+    ctx = _context("records.append({\n    'seed': seed,\n    'device': str(device),\n})\n")
+    call = ctx.tree.body[0].value  # type: ignore[attr-defined]
+    assert snippet(call, ctx) == "records.append({'seed': seed,"
+    assert snippet(call.args[0], ctx) == "{'seed': seed,"
+    one = _context("y = f(a,\n      b)\n")
+    assert snippet(one.tree.body[0].value, one) == "f(a,"  # type: ignore[attr-defined]
+    nested = _context("y = f(\n" + "    g(\n" * 40 + "1" + ")" * 41 + "\n")
+    text = snippet(nested.tree.body[0].value, nested)  # type: ignore[attr-defined]
+    assert len(text) == 60 and text.startswith("f(g(g(") and text.endswith("...")

@@ -47,7 +47,10 @@ def test_fix_offered_where_everything_follows(body: str) -> None:
         (CHOICE + 'if device.type != "cpu":\n    pass\n', "decides"),
         (CHOICE + "mask = torch.ones(2)\ny = x.to(device) * mask\n", "made on the CPU"),
         (CHOICE + "def step(model, x):\n    return model(x.to(device))\n", "callers"),
-        (CHOICE + "cfg = {'device': device}\n", "used in"),
+        (CHOICE + "cfg = {'device': device}\n", "stored in a dict under `'device'`"),
+        (CHOICE + "cfg = {\n    'a': 1,\n    'device': str(device),\n}\n", "under `'device'`"),
+        (CHOICE + "cfg = dict(**{**base, **device})\n", "stored in a dict unpacked"),
+        (CHOICE + "devices = [\n    device,\n]\n", "used in `[device,`"),
         (CHOICE + "run(device)\n", "cannot follow"),
         (
             CHOICE + "class Runner:\n    def __init__(self, model):\n        self.model = model\n"

@@ -63,11 +63,20 @@ def cuda_mentions(ctx: Context) -> list[tuple[ast.AST, str]]:
 
 
 def snippet(node: ast.AST, ctx: Context) -> str:
-    """The first line of ``node``'s source (or its nearest positioned ancestor's), cut at 60."""
+    """``node``'s source (or its nearest positioned ancestor's) on one line, cut at 60.
+
+    A node over several lines shows its first line, and the lines after it while each
+    line before ends in an opening bracket (``{`` alone names nothing): each joined
+    stripped, with no space after the bracket."""
     while not hasattr(node, "lineno"):  # `arguments`, `keyword` without a position
         up = ctx.scopes.parent(node)
         if up is None:
             return ""
         node = up
-    text = ctx.segment(node).split("\n")[0]
+    lines = ctx.segment(node).split("\n")
+    text = lines[0].rstrip()
+    for line in lines[1:]:
+        if len(text) > 60 or not text.endswith(("(", "[", "{")):
+            break
+        text += line.strip()
     return text if len(text) <= 60 else text[:57] + "..."

@@ -126,6 +126,10 @@ class _Follow:
             return self._compared(expr)
         if isinstance(parent, ast.Assign) and parent.value is expr:
             return self._copied(parent, depth)
+        if isinstance(parent, ast.Dict) and expr in parent.values:
+            key = parent.keys[parent.values.index(expr)]
+            where = f"under `{self._show(key)}`" if key is not None else "unpacked"
+            return f"the device is stored in a dict {where}"
         return f"the device is used in `{self._show(parent or expr)}`"
 
     def _place(self, call: ast.Call) -> None:
