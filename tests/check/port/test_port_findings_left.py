@@ -92,7 +92,9 @@ def test_a_finding_only_the_second_check_makes_is_reported(code: str) -> None:
     st.sampled_from(["device", "cpu", "to", "detach", "build", "forward_features"]),
     st.booleans(),
 )
-def test_words_a_fix_writes_do_not_change_what_is_left(code: str, name: str, called: bool) -> None:
+def test_what_is_left_is_a_check_of_the_ported_text_whatever_words_a_fix_writes(
+    code: str, name: str, called: bool
+) -> None:
     source = _CLASS.format(name=name, body=_FORWARDS[code])
     if not called:
         source = source.replace(f"        self.{name}()\n", "")
