@@ -213,6 +213,11 @@ def fix_text(
     the codes whose fixes may apply (None: all); the other rules still report.
     ``settings``: the file's target torch and noqa policy (see ``check_tree``).
 
+    The findings returned are a check of the returned text, made after its last fix:
+    no kind of fix is exempt, in-place ones neither (``device=x.device`` writes words
+    that the port's analysis of the whole file reads; see
+    ``tests/check/port/test_port_findings_left.py``).
+
     Raises:
         SyntaxError: ``source`` does not parse.
     """
