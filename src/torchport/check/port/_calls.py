@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections.abc import Callable
 
 from torchport._device_types import MOVE_METHODS
 from torchport.check._context import Context
@@ -35,6 +36,7 @@ __all__ = [
     "host_result",
     "is_move",
     "library_result",
+    "made_by_stdlib",
     "moves_all",
     "moves_tensors",
     "moves_to_program_device",
@@ -387,3 +389,29 @@ def library_result(name: str) -> bool | None:
     if head not in _STDLIB:
         return None
     return name in _PASSING_CALLS or (head == "operator" and name not in _NOT_PASSING_OPERATORS)
+
+
+def made_by_stdlib(
+    expr: ast.expr, qualname: QualName, nothing_to_move: Callable[[ast.expr], bool]
+) -> bool:
+    """Whether ``expr`` is made by the standard library out of nothing to move: an attribute,
+    or a method given nothing to move, of a call of a standard-library function or class that
+    hands back nothing it was given (:func:`library_result` False), itself given nothing to
+    move (``Path(__file__).resolve().parent``, ``os.path.join(root, "x").upper()``). The
+    standard library makes no tensor, so nothing such a value holds is one; a name between
+    (``p = Path(x)`` then ``p.parent``) ends the chain: what was stored on it is not seen."""
+    while True:
+        if isinstance(expr, ast.Attribute):
+            expr = expr.value
+            continue
+        if not isinstance(expr, ast.Call):
+            return False
+        given = [*expr.args, *(k.value for k in expr.keywords)]
+        if any(isinstance(a, ast.Starred) or not nothing_to_move(a) for a in given):
+            return False
+        name = qualname(expr.func)
+        if name is not None:
+            return library_result(name) is False
+        if not isinstance(expr.func, ast.Attribute):
+            return False
+        expr = expr.func.value

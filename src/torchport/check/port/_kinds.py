@@ -39,6 +39,7 @@ from torchport.check.port._calls import (
     device_target,
     follows_a_tensor,
     library_result,
+    made_by_stdlib,
     moves_tensors,
     moves_to_program_device,
 )
@@ -59,7 +60,8 @@ from torchport.check.semantic import BindingKind
 __all__ = ["Elements", "Kind", "ValueKinds", "join", "value_kinds"]
 
 
-_BUILTINS = frozenset(dir(builtins))
+# (with the names a module is given besides: its file, its cached file, a package's path)
+_BUILTINS = frozenset(dir(builtins)) | {"__file__", "__cached__", "__path__"}
 # Builtins whose result is never a tensor.
 _PLAIN_BUILTINS = frozenset(
     {"len", "int", "float", "str", "bool", "repr", "range", "hash", "id", "ord", "chr", "format",
@@ -211,6 +213,8 @@ class ValueKinds:
             return inner if expr.attr in _SAME_KIND_ATTRS else Kind.UNKNOWN
         if inner in (Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):
             return inner  # `batch.text`, `model.fc`, `arr.T`, `lib_object.field`
+        if inner is Kind.OTHER and made_by_stdlib(value, self.ctx.qualname, self._nothing_to_move):
+            return Kind.OTHER  # `Path(__file__).resolve().parent`: no tensor in the making
         if inner is Kind.OTHER and self._module_name(value):
             if self.facts.project.modules and self.facts.project.lookup(expr) == (
                 "tensor",
@@ -253,6 +257,9 @@ class ValueKinds:
         if any(getattr(base, "id", None) != "object" for base in cls.bases):
             return None
         return cls
+
+    def _nothing_to_move(self, expr: ast.expr) -> bool:
+        return self.of(expr) is Kind.OTHER
 
     def _module_name(self, expr: ast.expr) -> bool:
         root = expr
