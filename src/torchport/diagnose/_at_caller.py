@@ -8,8 +8,8 @@ filename, line, module (for ``warnings.filterwarnings(module=...)``, ``-W ...:mo
 and once-registry would then all be torchport's.
 
 So the mode forwards each call through a *trampoline*: a one-line function whose code
-object is a copy of :func:`_forward` with the caller's file name and line, and
-whose globals are the caller's. Torch's C++ warnings, and Python warnings of torch code
+object is a copy of :func:`_forward` with the caller's file name, line and function name,
+and whose globals are the caller's. Torch's C++ warnings, and Python warnings of torch code
 that count ``stacklevel`` up from it, then find the caller's file, line, module and
 ``__warningregistry__``, exactly as without the audit: every filter acts as outside.
 
@@ -60,7 +60,12 @@ def forward_at(caller: FrameType) -> Forward:
 
 def _make(caller: FrameType, key: tuple[int, int]) -> Forward:
     code = caller.f_code
-    copy = _CODE.replace(co_filename=code.co_filename, co_firstlineno=caller.f_lineno or 1)
+    copy = _CODE.replace(  # the caller's file, line and function's name: a walk that stops
+        co_filename=code.co_filename,  # here (a report's "at FILE:LINE in NAME") reads the
+        co_firstlineno=caller.f_lineno or 1,  # caller's, as it would without the audit
+        co_name=code.co_name,
+        co_qualname=code.co_qualname,
+    )
     trampoline: Forward = types.FunctionType(copy, caller.f_globals)
     if len(MADE) >= _LIMIT:
         _origin.forget_claims(TRAMPOLINES)
