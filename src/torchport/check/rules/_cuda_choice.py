@@ -181,7 +181,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
     that holds no tensor (:func:`moves_nothing`), a default that never runs
-    (:func:`_default_never_runs`), a line past ``if not self.<flag>: return`` whose flag is
+    (:func:`_default_never_runs`) or an option whose value only parameters no code reads get
+    (``_unread_options``), a line past ``if not self.<flag>: return`` whose flag is
     bound once to a test saying CUDA (``_instance_flags``), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
     code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
@@ -190,6 +191,11 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
         return True
     if isinstance(node, ast.Call) and (moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
         return True
+    if isinstance(node, ast.Call) and method_name(node) == "add_argument":
+        from torchport.check.rules._unread_options import option_never_read  # on first use
+
+        if option_never_read(node, ctx):
+            return True  # the option's value reaches only parameters no code reads
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
         collected_by_a_test_runner,
