@@ -31,10 +31,9 @@ A skeleton reads nothing either (held-out sample AB, reinforcement_balance's Per
 scripts: ``def annotate(..., device="cuda")`` whose body is a docstring and ``raise
 NotImplementedError("annotate_with_sam2 is a skeleton")``): a body that is at most a
 docstring and ``raise NotImplementedError`` or ``raise NotImplementedError(message)``, the
-message built only of constants, names,
-attributes of names and f-strings of those (a message naming the parameter formats it;
-nothing is placed), ``NotImplementedError`` not rebound in the file. The points on
-introspection and decorators above still hold for it.
+message built only of constants, names, attributes of names and f-strings of those (a
+message naming the parameter formats it; nothing is placed), ``NotImplementedError`` not
+rebound in the file. The points on introspection and decorators above still hold for it.
 
 Not a reader: a caller, a subclass or a framework calling the function by name: whatever they
 pass or leave, the function does not read it. Not seen from the file, so not kept (none in
