@@ -182,7 +182,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
     that holds no tensor (:func:`moves_nothing`), a default that never runs
     (:func:`_default_never_runs`) or an option whose value only parameters no code reads get
-    (``_unread_options``), a line past ``if not self.<flag>: return`` whose flag is
+    (``_unread_options``), a module-level setting no code reads (``_unread_globals``), a line
+    past ``if not self.<flag>: return`` whose flag is
     bound once to a test saying CUDA (``_instance_flags``), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
     code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
@@ -196,6 +197,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 
         if option_never_read(node, ctx):
             return True  # the option's value reaches only parameters no code reads
+    if _unread_global(node, ctx):
+        return True
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
         collected_by_a_test_runner,
@@ -214,6 +217,19 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _unread_global(node: ast.AST, ctx: Context) -> bool:
+    """:func:`._unread_globals.never_read_anywhere` of a module-level setting, its module read
+    on first use."""
+    if not isinstance(ctx.ancestors[1] if len(ctx.ancestors) > 1 else node, _SETTINGS):
+        return False
+    from torchport.check.rules._unread_globals import never_read_anywhere
+
+    return never_read_anywhere(node, ctx)
+
+
+_SETTINGS = (ast.Assign, ast.AnnAssign)
 
 
 def _flag_exit_says_cuda(node: ast.AST, ctx: Context) -> bool:
