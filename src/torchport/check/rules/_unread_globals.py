@@ -74,12 +74,16 @@ def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
 def _named_once(tree: ast.Module, target: ast.Name) -> bool:
     """``target`` is the only mention of its name in ``tree`` (strings included)."""
     name = target.id
+    word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == name and node is not target:
             return False
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", node.value):
-                return False
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and word.search(node.value)
+        ):
+            return False
         if isinstance(node, ast.alias) and name in (node.name, node.asname):
             return False
         if isinstance(node, ast.Name) and node.id in _READERS:
