@@ -4,13 +4,14 @@ Held-out sample AB, pos 19 and 92 (Deep_RL_SUT's ``agents/distributed_rl.py``, S
 ``run_policy_contrained.py``): ``device = torch.device("cuda" if torch.cuda.is_available()
 else "cpu")`` at a module's top, the name's only occurrence in the repository's code, judged
 low (e). A value reaches code only by being read; a module-level name is read by its own
-module or by a module importing it. TP101 and TP109 leave such a setting alone (the value's
-own evaluation runs either way: it asks nothing but whether CUDA is there).
+module or by a module importing it. TP101 and TP109 leave such a setting alone.
 
 The invariant, each point needed (any doubt: the finding stays):
 
 * the statement is ``NAME = value`` or ``NAME: T = value`` at the module's top, the finding
-  in its value;
+  in its value, and the value needs no CUDA to be evaluated (it is, when the module runs,
+  read or not): a string, ``torch.device(...)`` of such, ``a if t else b`` of such whose test
+  calls only ``is_available()``;
 * the module never names ``NAME`` again (any context, a nested scope, an import binding
   it) nor spells it in a string, calls nothing that reads its globals without
   naming them (``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``getattr``,
@@ -62,6 +63,8 @@ def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
         return False
     if not isinstance(target, ast.Name) or (len(chain) > 2 and chain[2] is target):
         return False
+    if stmt.value is None or not _evaluated_anywhere(stmt.value, ctx):
+        return False  # `x = torch.zeros(3).cuda()` runs CUDA when the module is imported
     name = target.id
     if "inspect" in ctx.source or not _named_once(ctx.tree, target):
         return False
@@ -69,6 +72,23 @@ def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
     if not os.path.isfile(path):
         return False
     return bool(remembered(_SEEN, ("globals", path, name), lambda: _unimported(path, name)))
+
+
+def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
+    """A value whose evaluation needs no CUDA: a string, ``a if t else b`` of such whose test
+    calls nothing but ``is_available()``, ``torch.device(...)`` of such (not
+    ``torch.zeros(1).cuda()``, which runs on CUDA when the module is imported)."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (str, int)) or value.value is None
+    if isinstance(value, ast.IfExp):
+        calls = [c for c in ast.walk(value.test) if isinstance(c, ast.Call)]
+        if any(getattr(c.func, "attr", None) != "is_available" for c in calls):
+            return False
+        return _evaluated_anywhere(value.body, ctx) and _evaluated_anywhere(value.orelse, ctx)
+    if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device":
+        parts = [*value.args, *(k.value for k in value.keywords)]
+        return all(_evaluated_anywhere(p, ctx) for p in parts)
+    return False
 
 
 def _named_once(tree: ast.Module, target: ast.Name) -> bool:
