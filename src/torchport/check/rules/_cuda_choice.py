@@ -222,8 +222,13 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 def _unread_global(node: ast.AST, ctx: Context) -> bool:
     """:func:`._unread_globals.never_read_anywhere` of a module-level setting, its module read
     on first use."""
-    if not isinstance(ctx.ancestors[1] if len(ctx.ancestors) > 1 else node, _SETTINGS):
-        return False
+    stmt = ctx.ancestors[1] if len(ctx.ancestors) > 1 else node
+    value = getattr(stmt, "value", None)
+    if not isinstance(stmt, _SETTINGS) or not (
+        isinstance(value, (ast.Constant, ast.IfExp))
+        or (isinstance(value, ast.Call) and method_name(value) == "device")
+    ):
+        return False  # a string, a choice, `torch.device(...)` (`x = t.cuda()`: no module read)
     from torchport.check.rules._unread_globals import never_read_anywhere
 
     return never_read_anywhere(node, ctx)

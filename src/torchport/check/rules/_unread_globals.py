@@ -92,7 +92,8 @@ def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
 
 
 def _named_once(tree: ast.Module, target: ast.Name) -> bool:
-    """``target`` is the only mention of its name in ``tree`` (strings included)."""
+    """No node of ``tree`` but ``target`` mentions its name (strings included), and none
+    reads a namespace or calls a reader of globals."""
     name = target.id
     word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
     for node in ast.walk(tree):
