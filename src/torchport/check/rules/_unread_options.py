@@ -40,8 +40,8 @@ __all__ = ["option_never_read"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # spelled anywhere in the file: another way to a namespace's values
-_OTHER_READS = ("parse_known_args", "parse_intermixed_args", "vars", "__dict__", "getattr")
-_OTHER_READS += ("Namespace",)
+_OTHER_READS = ("parse_known_args", "parse_intermixed_args", "vars", "__dict__", "getattr",
+    "Namespace")  # fmt: skip
 
 
 def option_never_read(call: ast.Call, ctx: Context) -> bool:
