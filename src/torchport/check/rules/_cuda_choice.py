@@ -61,7 +61,14 @@ _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_suppor
 _RNG_STATE = frozenset(f"torch.cuda.{n}" for n in ("get_rng_state", "get_rng_state_all",
     "set_rng_state", "set_rng_state_all", "seed", "seed_all", "initial_seed"))  # fmt: skip
 
-_SYNCHRONIZE = "torch.cuda.synchronize"
+# ... and, for TP109 alone (``timing``), what only times CUDA or describes or caps the GPU:
+# `synchronize()` around a timer, CUDA events (`torch.cuda.Event(enable_timing=True)`; its
+# `.record()`/`.elapsed_time()` are the event's), the device's properties and a memory cap
+# (held-out samples Y, Z, AA and AB: `if torch.cuda.is_available():` around a step timer,
+# a print of the GPU's name and memory, a per-process memory fraction, judged low). Another
+# device would run these and fail, so TP103's fix still counts them as CUDA.
+_TIMING = frozenset(f"torch.cuda.{n}" for n in ("synchronize", "Event", "streams.Event",
+    "get_device_properties", "set_per_process_memory_fraction"))  # fmt: skip
 
 
 def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
@@ -125,9 +132,10 @@ def _shown_apart(part: ast.AST) -> list[ast.AST]:
 def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = False) -> bool:
     """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``.
 
-    With ``timing``, ``torch.cuda.synchronize()`` names no device either: a branch that only
-    waits for CUDA and reads its memory statistics around a timer (held-out samples Y and
-    Z, judged low) picks nothing; elsewhere another device would run that call and fail.
+    With ``timing`` (TP109), :data:`_TIMING` names no device either: a branch that only
+    waits for CUDA, records CUDA events around a timer, reads the device's properties or caps
+    its memory (held-out samples Y, Z, AA, AB, judged low) picks nothing; elsewhere another
+    device would run those calls and fail.
 
     What the branch only prints or logs (``print(torch.cuda.get_device_name())``,
     ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing.
@@ -152,7 +160,7 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
                     name.startswith("torch.cuda.")
                     and name not in _QUERIES
                     and name not in _RNG_STATE
-                    and not (timing and name == _SYNCHRONIZE)
+                    and not (timing and name in _TIMING)
                 ):
                     return True
     return False
@@ -173,7 +181,9 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
     that holds no tensor (:func:`moves_nothing`), a default that never runs
-    (:func:`_default_never_runs`), a line past ``if not self.<flag>: return`` whose flag is
+    (:func:`_default_never_runs`) or an option whose value only parameters no code reads get
+    (``_unread_options``), a module-level setting no code reads (``_unread_globals``), a line
+    past ``if not self.<flag>: return`` whose flag is
     bound once to a test saying CUDA (``_instance_flags``), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
     code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
@@ -181,6 +191,13 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
     if isinstance(node, ast.Call) and (moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
+        return True
+    if isinstance(node, ast.Call) and method_name(node) == "add_argument":
+        from torchport.check.rules._unread_options import option_never_read  # on first use
+
+        if option_never_read(node, ctx):
+            return True  # the option's value reaches only parameters no code reads
+    if _unread_global(node, ctx):
         return True
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
@@ -200,6 +217,24 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _unread_global(node: ast.AST, ctx: Context) -> bool:
+    """:func:`._unread_globals.never_read_anywhere` of a module-level setting, its module read
+    on first use."""
+    stmt = ctx.ancestors[1] if len(ctx.ancestors) > 1 else node
+    value = getattr(stmt, "value", None)
+    if not isinstance(stmt, _SETTINGS) or not (
+        isinstance(value, (ast.Constant, ast.IfExp))
+        or (isinstance(value, ast.Call) and method_name(value) == "device")
+    ):
+        return False  # a string, a choice, `torch.device(...)` (`x = t.cuda()`: no module read)
+    from torchport.check.rules._unread_globals import never_read_anywhere
+
+    return never_read_anywhere(node, ctx)
+
+
+_SETTINGS = (ast.Assign, ast.AnnAssign)
 
 
 def _flag_exit_says_cuda(node: ast.AST, ctx: Context) -> bool:

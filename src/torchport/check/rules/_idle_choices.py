@@ -19,6 +19,9 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   ``torch.cuda.synchronize()``, places nothing either). A flag bound in the function
   (``use_cuda = torch.cuda.is_available()``) or a branch naming CUDA otherwise (``.cuda()``,
   ``"cuda"``, ``torch.cuda.Stream()``) keeps the finding.
+* A choice bound at a module's top to a name no code reads: the module never names it again
+  and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
+  AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
 """
 
 from __future__ import annotations
@@ -32,13 +35,27 @@ __all__ = ["decides_nothing"]
 
 
 def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the choice at ``node`` is overwritten unread at once, is a build script's, or
-    only marks NVTX ranges on its caller's say."""
+    """Whether the choice at ``node`` is overwritten unread at once, is a build script's,
+    only marks NVTX ranges on its caller's say, or is bound at the module's top to a name no
+    code reads."""
     return (
         _builds_extensions(ctx)
         or _overwritten_unread(node, ctx)
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
+        or _unread_global(node, ctx)
     )
+
+
+def _unread_global(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """A module-level ``NAME = <choice>`` no code reads (``rules/_unread_globals.py``), its
+    module read on first use (only for a choice in a module-level assignment)."""
+    if isinstance(node, ast.If) or len(ctx.ancestors) < 2:
+        return False
+    if not isinstance(ctx.ancestors[1], (ast.Assign, ast.AnnAssign)):
+        return False
+    from torchport.check.rules._unread_globals import never_read_anywhere
+
+    return never_read_anywhere(node, ctx)
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

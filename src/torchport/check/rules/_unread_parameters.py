@@ -27,6 +27,14 @@ The invariant, each point needed (any doubt: read, and the default is reported):
   the argument itself (a wrapper binding the signature and using ``device``); for a class's
   method, the class has no decorator and no keyword (a metaclass) either.
 
+A skeleton reads nothing either (held-out sample AB, reinforcement_balance's Perception
+scripts: ``def annotate(..., device="cuda")`` whose body is a docstring and ``raise
+NotImplementedError("annotate_with_sam2 is a skeleton")``): a body that is at most a
+docstring and ``raise NotImplementedError`` or ``raise NotImplementedError(message)``, the
+message built only of constants, names, attributes of names and f-strings of those (a
+message naming the parameter formats it; nothing is placed), ``NotImplementedError`` not
+rebound in the file. The points on introspection and decorators above still hold for it.
+
 Not a reader: a caller, a subclass or a framework calling the function by name: whatever they
 pass or leave, the function does not read it. Not seen from the file, so not kept (none in
 the judged rows this stops reporting, each read): a helper of another module, called in the
@@ -72,6 +80,8 @@ def never_read(
         return False
     if isinstance(holder, ast.ClassDef) and (holder.decorator_list or holder.keywords):
         return False
+    if _skeleton(func, ctx):
+        return True
     for stmt in func.body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and (node.id == param or node.id in _FRAME_READERS):
@@ -101,3 +111,38 @@ def _inert(decorator: ast.expr, ctx: Context, same_call: frozenset[str]) -> bool
         if ctx.scopes.bindings(name, decorator):
             return False
     return name in _INERT or name in same_call
+
+
+def _skeleton(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -> bool:
+    """``func``'s body is at most a docstring and ``raise NotImplementedError[(message)]``, the
+    message of constants, names, attributes of names and f-strings of those."""
+    body = func.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].cause is not None:
+        return False
+    exc = body[0].exc
+    parts: list[ast.expr] = []
+    if isinstance(exc, ast.Call):
+        parts = [*exc.args, *(k.value for k in exc.keywords)]
+        exc = exc.func
+    if not (isinstance(exc, ast.Name) and exc.id == "NotImplementedError"):
+        return False
+    if ctx.scopes.bindings("NotImplementedError", exc):
+        return False  # the file's own `NotImplementedError`
+    return all(_plain_message(p) for p in parts)
+
+
+def _plain_message(part: ast.expr) -> bool:
+    """A constant, a name, ``a.b`` of a name, or an f-string of those (no call, no spec
+    but constants)."""
+    if isinstance(part, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(part, ast.Attribute):
+        return _plain_message(part.value)
+    if isinstance(part, ast.FormattedValue):
+        spec = part.format_spec
+        return _plain_message(part.value) and (spec is None or _plain_message(spec))
+    if isinstance(part, ast.JoinedStr):
+        return all(_plain_message(v) for v in part.values)
+    return False

@@ -1,0 +1,187 @@
+"""A module-level device no code reads: its module never names it again, no module imports it.
+
+Held-out sample AB, pos 19 and 92 (Deep_RL_SUT's ``agents/distributed_rl.py``, Safe-RL's
+``run_policy_contrained.py``): ``device = torch.device("cuda" if torch.cuda.is_available()
+else "cpu")`` at a module's top, the name's only occurrence in the repository's code, judged
+low (e). A value reaches code only by being read; a module-level name is read by its own
+module or by a module importing it. TP101 and TP109 leave such a setting alone.
+
+The invariant, each point needed (any doubt: the finding stays):
+
+* the statement is ``NAME = value`` or ``NAME: T = value`` at the module's top, the finding
+  in its value, and the value needs no CUDA to be evaluated (it is, when the module runs,
+  read or not): a string, ``torch.device(...)`` of such, ``a if t else b`` of such whose test
+  calls only ``is_available()``;
+* the module never names ``NAME`` again (any context, a nested scope, an import binding
+  it) nor spells it in a string, calls nothing that reads its globals without
+  naming them (``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``getattr``,
+  ``__import__``, ``dir``, also as ``builtins.``), reaches no namespace (``__dict__``,
+  ``__globals__``, ``f_globals``, ``.modules`` as in ``sys.modules``) and spells no
+  ``inspect``;
+* the module is not a package's ``__init__`` and is not shipped (``rules/_shipped.py``: code
+  outside the repository may import it), and its repository (the folder holding ``.git``)
+  is found and read (``_project_calls.repository_texts``);
+* every other file of the repository spelling the module's name (its file's stem, as a
+  word) is Python that parses, and spells it only in ``from ....stem import a, b``
+  naming neither ``NAME`` nor ``*`` (an ``import pkg.stem``, ``from pkg import stem``, a
+  string naming it, a config or notebook naming it: doubt; a Markdown or reST document,
+  read by people, is no reader).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from torchport.check._context import Context
+from torchport.check._listing import remembered
+from torchport.check._syntax import parsed_module
+
+__all__ = ["never_read_anywhere"]
+
+# called by name: they read a module's globals without naming them (also `builtins.eval`)
+_READERS = frozenset({"globals", "vars", "locals", "eval", "exec", "getattr", "__import__", "dir"})
+# attributes that reach a namespace (`sys.modules[__name__]`, `f.__globals__`)
+_NAMESPACES = frozenset({"__dict__", "__globals__", "f_globals", "modules"})
+_DOCUMENTS = (".md", ".rst")  # read by people; a program loading modules by name reads configs
+_SEEN: dict[object, object] = {}
+
+
+def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
+    """Whether ``node`` (the finding's node) is in the value of a module-level ``NAME = ...``
+    that no code reads, the invariant above."""
+    chain = [*ctx.ancestors, node]
+    if len(chain) < 2 or chain[0] is not ctx.tree:
+        return False
+    stmt = chain[1]
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target = stmt.target
+    else:
+        return False
+    if not isinstance(target, ast.Name) or (len(chain) > 2 and chain[2] is target):
+        return False
+    if stmt.value is None or not _evaluated_anywhere(stmt.value, ctx):
+        return False  # `x = torch.zeros(3).cuda()` runs CUDA when the module is imported
+    name = target.id
+    if "inspect" in ctx.source or not _named_once(ctx.tree, target):
+        return False
+    path = os.path.abspath(ctx.path)
+    if not os.path.isfile(path):
+        return False
+    return bool(remembered(_SEEN, ("globals", path, name), lambda: _unimported(path, name)))
+
+
+def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
+    """A value whose evaluation needs no CUDA: a string, ``a if t else b`` of such whose test
+    calls nothing but ``is_available()``, ``torch.device(...)`` of such (not
+    ``torch.zeros(1).cuda()``, which runs on CUDA when the module is imported)."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (str, int)) or value.value is None
+    if isinstance(value, ast.IfExp):
+        calls = [c for c in ast.walk(value.test) if isinstance(c, ast.Call)]
+        if any(getattr(c.func, "attr", None) != "is_available" for c in calls):
+            return False
+        return _evaluated_anywhere(value.body, ctx) and _evaluated_anywhere(value.orelse, ctx)
+    if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device":
+        parts = [*value.args, *(k.value for k in value.keywords)]
+        return all(_evaluated_anywhere(p, ctx) for p in parts)
+    return False
+
+
+def _named_once(tree: ast.Module, target: ast.Name) -> bool:
+    """No node of ``tree`` but ``target`` mentions its name (strings included), and none
+    reads a namespace or calls a reader of globals."""
+    name = target.id
+    word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and node is not target:
+            return False
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and word.search(node.value)
+        ):
+            return False
+        if isinstance(node, ast.alias) and name in (node.name, node.asname):
+            return False
+        if isinstance(node, ast.Name) and node.id in _READERS:
+            return False
+        if isinstance(node, ast.Attribute) and (
+            node.attr in _NAMESPACES or (node.attr in _READERS and _named(node.value, "builtins"))
+        ):
+            return False
+    return True
+
+
+def _named(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _unimported(path: str, name: str) -> bool:
+    """No other file of the repository reads ``name`` of the module at ``path``."""
+    from torchport.check.rules._project_calls import repository_of, repository_texts
+    from torchport.check.rules._shipped import shipped_module
+
+    stem = os.path.splitext(os.path.basename(path))[0]
+    root = repository_of(os.path.dirname(path))
+    if stem == "__init__" or root is None or shipped_module(path, root):
+        return False
+    texts = repository_texts(root)
+    if texts is None:
+        return False
+    word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    for file, data in texts:
+        if os.path.abspath(file) == path or stem.encode() not in data or not word.search(data):
+            continue
+        if file.endswith(_DOCUMENTS):
+            continue  # a README's listing of the files
+        if not file.endswith(".py"):
+            return False  # a config, a notebook naming the module
+        try:
+            tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
+        except (SyntaxError, ValueError):
+            return False
+        if not _imports_only_others(tree, stem, name):
+            return False
+    return True
+
+
+def _imports_only_others(tree: ast.Module, stem: str, name: str) -> bool:
+    """Every mention of ``stem`` in ``tree`` is ``from ....stem import ...`` of names other
+    than ``name`` and ``*``."""
+    pattern = re.compile(rf"(?<!\w){re.escape(stem)}(?!\w)")
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == stem:
+            if any(a.name in (name, "*") for a in node.names):
+                return False
+            allowed.update(id(a) for a in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[-1] != stem and pattern.search(node.module or ""):
+                return False  # `from pkg.stem.sub import x`: the package's own module
+            continue
+        text = _spelled(node)
+        if text is not None and id(node) not in allowed and pattern.search(text):
+            return False
+    return True
+
+
+def _spelled(node: ast.AST) -> str | None:
+    """What a node spells as a name or a string (None: nothing)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.alias):
+        return f"{node.name} {node.asname or ''}"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.arg):
+        return node.arg
+    return None
