@@ -316,6 +316,8 @@ class Origins:
     def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
         """A parameter's origins: what each call site in the file passes for it."""
         sites = self.kinds.callers.call_sites(func)
+        if sites == [] and self.kinds.callers.never_called(func):
+            return []  # called nowhere in its repository: it is never given anything
         if not sites:
             return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
         args = func.args

@@ -53,6 +53,11 @@ class ProjectImports:
     # local names of functions whose every return is host data (_host_functions.py)
     host_functions: set[str] = field(default_factory=set, compare=False)
     host_items: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    # local names of functions returning tuples with CPU tensors at known positions:
+    # (length, positions) (_module_functions.tensor_positions)
+    tensor_items: dict[str, tuple[int, tuple[int, ...]]] = field(
+        default_factory=dict, compare=False
+    )
     star_unresolved: bool = field(default=False, compare=False)
     # name -> the first kind (in KINDS's order) holding it; built by the first lookup
     _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -202,8 +207,9 @@ PORT_ONLY = (
     "converted",
     "host_functions",
     "host_items",
+    "tensor_items",
 )
-_DICT_FIELDS = frozenset({"viewed", "converted", "host_items"})
+_DICT_FIELDS = frozenset({"viewed", "converted", "host_items", "tensor_items"})
 
 
 class _Unmade:
