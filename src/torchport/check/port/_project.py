@@ -336,9 +336,9 @@ def complete(view: ProjectImports, ctx: Context) -> None:
         assert isinstance(facts, ModuleFacts)
         if what == "hosts":
             items, tensors = dict(facts.host_items), dict(facts.tensor_items)
-            if (
-                name in facts.host_functions or name in items or name in tensors
-            ) and only_import(local):
+            if (name in facts.host_functions or name in items or name in tensors) and only_import(
+                local
+            ):
                 if name in facts.host_functions:
                     view.host_functions.add(local)
                 if name in items:
