@@ -5,6 +5,7 @@ lambdas are theirs): :func:`returns_all` asks a question of every ``return``;
 :func:`cpu_tensor` whether an expression is a tensor a torch factory made on the CPU
 (through local names and the methods that keep a tensor where it is);
 :func:`viewed_parameters` which parameters a function returns slices or views of;
+:func:`tensor_positions` where the tuples it returns hold CPU tensors;
 :func:`makes_cpu_tensor` whether it makes a CPU tensor or reads one into numpy
 anywhere. :mod:`torchport.check.port._project` builds a module's facts from these.
 """

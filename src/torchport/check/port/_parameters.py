@@ -2,8 +2,10 @@
 
 The flow half of the port's value kinds that crosses function boundaries: a
 parameter holds what every call site in the file passes (a function called
-from nowhere, or used another way, has parameters of unknown kind), and a call
-of a function of the file gives what its ``return`` statements give.
+from nowhere, or used another way, has parameters of unknown kind; one its whole
+repository calls nowhere holds nothing: :meth:`CallerKinds.never_called`), and a call
+of a function of the file gives what its ``return`` statements give (of a project
+module's function, the CPU tensors its tuples hold: :meth:`CallerKinds.returned_items`).
 :class:`~torchport.check.port._kinds.ValueKinds` makes one and gives it the
 kind of an expression (``kind_of``: its
 :meth:`~torchport.check.port._kinds.ValueKinds.of`).
@@ -44,6 +46,7 @@ class CallerKinds:
         self._returns_of: dict[int, list[ast.expr] | None] = {}
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
         self._given: dict[int, frozenset[Kind]] = {}  # parameter -> the kinds its calls pass
+        self._never: dict[int, bool] = {}  # function -> called nowhere in its repository
 
     def returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only; of a
@@ -160,11 +163,10 @@ class CallerKinds:
         site in the file and none across its repository, and no use that may reach one
         (``rules/_project_calls.never_called``: any doubt, False). Its parameters never hold
         anything: nothing to move. Asked once per function."""
-        key = id(func) + 1  # (beside its parameters' and body's ids in the memo)
-        found = self._memo.get(key)
+        found = self._never.get(id(func))
         if found is None:
-            found = self._memo[key] = self._never_called(func)
-        return bool(found)
+            found = self._never[id(func)] = self._never_called(func)
+        return found
 
     def _never_called(self, func: ast.AST) -> bool:
         if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
