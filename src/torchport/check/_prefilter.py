@@ -125,9 +125,10 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
 # The port's rules (`port`'s selection: TP5xx, TP201, TP301) the port's file gate was shown
 # for, rule by rule (``port/_gate.py``): a rule set of these alone, TP502 among them, walks
 # no file the gate says none of them can report in. A rule added to the port joins the set
-# only with its own reason there (until then a set holding it is not gated).
+# only with its own reason there (until then a set holding it is not gated). TP109, which
+# the port reports only (a kept CUDA-or-CPU choice): see ``port/_gate.py``.
 PORT_GATED = frozenset(
-    {"TP201", "TP301", "TP501", "TP502", "TP503", "TP504", "TP505", "TP506", "TP507",
+    {"TP109", "TP201", "TP301", "TP501", "TP502", "TP503", "TP504", "TP505", "TP506", "TP507",
      "TP508", "TP509", "TP510", "TP520", "TP521", "TP522", "TP523"}
 )  # fmt: skip
 

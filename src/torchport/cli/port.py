@@ -108,7 +108,9 @@ def _run(args: argparse.Namespace) -> int:
         verified = None
         if args.verify is not None and not result.errors:
             verified = _verify(paths, args)
-            print(verified.summary(len(result.remaining) + result.unplaced), file=report)
+            choices = [f"{f.path}:{f.line}" for f in result.remaining if f.code == "TP109"]
+            left = len(result.remaining) + result.unplaced
+            print(verified.summary(left, choices), file=report)
         elif not args.quiet and not result.errors:
             print(_UNVERIFIED, file=report)
     if result.errors:

@@ -150,7 +150,9 @@ def test_a_module_s_own_device_never_read_is_not_said() -> None:
         "        self.fc = nn.Linear(4, 4)\n"
     )
     outcome = port_text(_program(init, "        return self.fc(x)\n"))
-    assert not outcome.remaining, outcome.remaining
+    # no leftover said of it; the CUDA-or-CPU choice itself is the port's kept choice (TP109,
+    # as `check` reports it), though nothing reads it (left: benchmarks/RESULTS.md, n31w)
+    assert [f.code for f in outcome.remaining] == ["TP109"], outcome.remaining
 
 
 _CHILD = """

@@ -215,3 +215,41 @@ def test_a_model_moved_to_the_cpu_and_back_is_verified(tmp_path: Path) -> None:
     script.write_text(_THERE_AND_BACK)
     result = verify_entry([str(script)], [], timeout=240)
     assert result.verified, result.summary()
+
+
+# The program's own CUDA-or-CPU choice (h31n's ins and ash 08): on a CUDA machine on the
+# device, where CUDA is missing (MPS, XPU) on the CPU. The port keeps it and reports it.
+_CUDA_OR_CPU = """\
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Sequential(nn.Linear(1, 4), nn.ReLU(), nn.Linear(4, 1)).to(device)
+x = torch.linspace(0, 1, 8, device=device).unsqueeze(1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    loss = ((model(x) - x) ** 2).mean()  # host
+    opt.zero_grad()
+    loss.backward()  # host
+    opt.step()  # host
+print(loss.item())
+"""
+
+
+@pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
+def test_host_work_of_a_kept_cuda_or_cpu_choice_names_the_choice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Host work seen only where CUDA is missing is the program's CUDA test's doing: the run
+    says so (not "it may be deliberate"), and the port's summary names the choice's line."""
+    script = tmp_path / "choice.py"
+    script.write_text(_CUDA_OR_CPU)
+    result = verify_entry([str(script)], [], timeout=240)
+    assert result.status == "verified" and not result.verified, result.summary()
+    assert {w.line for w in result.host_work} == _host_lines(_CUDA_OR_CPU), result.summary()
+    assert all(w.cuda_test for w in result.host_work), result.summary()
+    assert main(["port", "--no-progress", str(script), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"choice\.py:4:\d+: TP109", out), out  # kept, and reported by the port
+    assert f"CUDA-or-CPU choice at {script}:4" in out or "CUDA-or-CPU choice at choice.py:4" in out
+    assert "only where CUDA is missing" in out and "may be deliberate" not in out

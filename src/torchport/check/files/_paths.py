@@ -383,14 +383,16 @@ def fix_paths(
     stdin: str | bytes | None = None,
     progress: Progress | None = None,
     target_torch: str | None = None,
+    report_only: Sequence[str] = (),
 ) -> FixResult:
     """Apply fixes to files in place, only where the text changes; never damage or lose a file.
 
     Which fixes: those of DEVICE and SAFETY rules (:class:`~torchport.check.Intent`);
     SPEED rules' fixes only with ``speed=True`` or when the user selected them
     explicitly (a code or prefix in ``select``/``extend_select`` or the config's,
-    not ``ALL``); unsafe fixes only with ``unsafe=True``. Unapplied fixes stay
-    in :attr:`FixResult.remaining`.
+    not ``ALL``); unsafe fixes only with ``unsafe=True``; never those of the codes in
+    ``report_only`` (reported only: the port's kept CUDA-or-CPU choices, TP109). Unapplied
+    fixes stay in :attr:`FixResult.remaining`.
 
     How files are written is :mod:`torchport.check.files._write`'s policy: read-only
     files and files edited while this runs are refused (a :class:`FileError`,
@@ -410,7 +412,7 @@ def fix_paths(
     template = Chunk((), (), unsafe=unsafe, diff=diff, stdin=stdin)
     run = plan(
         paths, select, ignore, extend_select, config, jobs, template,
-        speed=speed, target_torch=target_torch,
+        speed=speed, target_torch=target_torch, report_only=report_only,
     )  # fmt: skip
     reports = _map(fix_chunk, chunked(run), run.jobs, progress)
     remaining = [f for r in reports for f in r.findings]

@@ -196,10 +196,12 @@ def plan(
     *,
     speed: bool = False,
     target_torch: str | None = None,
+    report_only: Sequence[str] = (),
 ) -> Plan:
     """Decide a run; see the module docstring for what is refused.
 
-    ``target_torch`` (``--target-torch``) overrides every file's ``target-torch``.
+    ``target_torch`` (``--target-torch``) overrides every file's ``target-torch``;
+    ``report_only``: codes whose findings are reported and whose fixes never apply.
 
     Raises:
         ConfigError: bad configuration or arguments, or no rule to run.
@@ -230,6 +232,7 @@ def plan(
             fixable = fixable_rules(
                 rules, explicit=_explicit(select, extend_select or (), settings), speed=speed
             )
+            fixable = tuple(r for r in fixable if r.code not in report_only)
             chosen = select if select is not None else settings.select
             extended = (*settings.extend_select, *(extend_select or ()))
             chunk = replace(

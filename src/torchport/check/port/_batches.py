@@ -152,13 +152,11 @@ class _Planner:
             if kind in _MOVED:
                 usage = "tensor" if kind is Kind.TENSOR else self._kind(name, scope.nodes)
                 self._sort(func, move, name, usage, "argument", containers)
+            elif self.kinds.callers.never_called(func):
+                continue  # called nowhere in its repository: it is never given anything
             else:
-                self.plan.unportable[(id(param), name)] = (
-                    param,
-                    f"cannot tell whether the argument `{name}` is a tensor (the port moves "
-                    f"only what it knows is one, and `{func.name}`'s callers are not all in "
-                    f"this file, or pass other things): move it to `device` yourself",
-                )
+                why = self.kinds.callers.unknown(func, name)
+                self.plan.unportable[(id(param), name)] = (param, why)
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
 

@@ -1,6 +1,6 @@
 """The port's file gate: a file where no port rule can report is not walked by them.
 
-A port walks every file with its 16 rules (:data:`~torchport.check._prefilter.PORT_GATED`),
+A port walks every file with its 17 rules (:data:`~torchport.check._prefilter.PORT_GATED`),
 and most of a tree's files give them nothing. :func:`may_report` is a necessary
 condition of any finding of those rules in a file, cheap to ask: where it is false the
 engine skips the rules' walk (``_engine.check_tree``). It may let through a file with
@@ -24,6 +24,10 @@ Then:
   TP506, TP508, TP509, TP510, TP522), an operand or the plan (TP502, TP520, TP521, TP523),
   or what the facts' scopes hold (TP523's escapes, sparse inputs, CPU placements; its
   ``sys.path`` entries only in an active file).
+* TP109, which the port runs to report the program's kept CUDA-or-CPU choices: a
+  ``torch.cuda.is_available()`` test resolves to torch, so it cannot match there; a flag
+  named for CUDA (``"cuda" if args.cuda else "cpu"``) in a file with no torch at all is not
+  the port's (it leaves such a file alone) and stays a ``check`` finding.
 
 The project view is asked first, of every file, as the facts ask it first of every file
 the port walks (TP502 asks them of the module node): the module facts it caches, and the

@@ -39,6 +39,9 @@ class PortKinds:
     host_functions: frozenset[str] = frozenset()
     # functions returning tuples: the positions holding host data in every return
     host_items: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # functions returning tuples of one length: (function, (length, the positions holding a
+    # CPU tensor in every return)) (_module_functions.tensor_positions)
+    tensor_items: tuple[tuple[str, tuple[int, tuple[int, ...]]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -91,6 +94,7 @@ class ModuleFacts:
     converted = property(lambda self: self.made.converted)
     host_functions = property(lambda self: self.made.host_functions)
     host_items = property(lambda self: self.made.host_items)
+    tensor_items = property(lambda self: self.made.tensor_items)
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""

@@ -5,6 +5,7 @@ lambdas are theirs): :func:`returns_all` asks a question of every ``return``;
 :func:`cpu_tensor` whether an expression is a tensor a torch factory made on the CPU
 (through local names and the methods that keep a tensor where it is);
 :func:`viewed_parameters` which parameters a function returns slices or views of;
+:func:`tensor_positions` where the tuples it returns hold CPU tensors;
 :func:`makes_cpu_tensor` whether it makes a CPU tensor or reads one into numpy
 anywhere. :mod:`torchport.check.port._project` builds a module's facts from these.
 """
@@ -35,6 +36,7 @@ __all__ = [
     "own_tensor_functions",
     "returns_all",
     "takes_device",
+    "tensor_positions",
     "viewed_parameters",
 ]
 
@@ -447,3 +449,33 @@ def own_tensor_functions(ctx: Context) -> set[str]:
         and not takes_device(f)
         and returns_all(f, partial(cpu_tensor, ctx, func=f))
     }
+
+
+def tensor_positions(
+    ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef
+) -> tuple[int, tuple[int, ...]] | None:
+    """For a function whose every ``return`` is a tuple written there, of one length, and
+    that takes no device: that length and the positions whose item is a CPU tensor
+    (:func:`cpu_tensor`) in every return (``return names, x, y`` with ``x =
+    torch.tensor(...)``); None when there is no such position, or a return is anything else.
+    """
+    if takes_device(func):
+        return None
+    returns: list[ast.Tuple] = []
+    for node in own_nodes(func):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None  # a generator: a call gives no tuple
+        if isinstance(node, ast.Return):
+            value = node.value
+            if not isinstance(value, ast.Tuple) or any(
+                isinstance(e, ast.Starred) for e in value.elts
+            ):
+                return None
+            returns.append(value)
+    if not returns or len({len(r.elts) for r in returns}) != 1:
+        return None
+    size = len(returns[0].elts)
+    found = tuple(
+        i for i in range(size) if all(cpu_tensor(ctx, r.elts[i], func=func) for r in returns)
+    )
+    return (size, found) if found else None

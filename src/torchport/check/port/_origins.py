@@ -1,18 +1,17 @@
 """Where each value that meets the model comes from, and which port rule answers for it.
 
-The port's promise: every tensor that meets the model (or a value computed from
-it) is moved, or reported; never "0 findings left" with data on the CPU. For
-each such value (an operand, see :mod:`torchport.check.port._facts`) this
-module follows the value back to the places that made it, stopping at what is
-surely on the device (moved, made with ``device=``, a forward's output) or
-surely no tensor (a number, a string, a model), and sorts the places left:
+The port's promise: every tensor that meets the model (or a value computed from it) is
+moved, or reported; never "0 findings left" with data on the CPU. For each such value (an
+operand, see :mod:`torchport.check.port._facts`) this module follows the value back to the
+places that made it, stopping at what is surely on the device (moved, made with
+``device=``, a forward's output) or surely no tensor (a number, a string, a model), and
+sorts the places left:
 
 * answered elsewhere: a torch factory the fix rules move (TP503), a batch, an
   argument or a loop variable the batch plan moves or reports (TP502/TP520);
-* made by another library (``transforms.ToTensor()(img)``,
-  ``scaler.transform(x)``): TP521 reports those;
-* anything else (a function's result, ``torch.load(...)``, ``self.data``, a
-  ``with`` target): TP523 reports those.
+* made by another library (``transforms.ToTensor()(img)``, ``scaler.transform(x)``): TP521;
+* anything else (a function's result, the project's own modules' too, ``torch.load(...)``,
+  ``self.data``, a ``with`` target): TP523 reports those.
 
 A value a port rule converts and moves (``torch.tensor(scaler.transform(x))``)
 is answered by that rule, not reported as a library's.
@@ -316,7 +315,9 @@ class Origins:
     def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
         """A parameter's origins: what each call site in the file passes for it."""
         sites = self.kinds.callers.call_sites(func)
-        if not sites:
+        if not sites:  # (called nowhere in its repository: never given anything)
+            if sites == [] and self.kinds.callers.never_called(func):
+                return []
             return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
         args = func.args
         positional = [*args.posonlyargs, *args.args]
@@ -357,8 +358,9 @@ class Origins:
         if handed is not None:  # a project module's slice of what it is given: where that is
             return [o for a in handed for o in self.of(a)]
         kind = kinds.of(call)
-        if kind is Kind.LIBRARY:
-            return [Origin(call, f"`{_callee(call)}`", library=True)]
+        if kind is Kind.LIBRARY:  # (a project module's function: the port read it, in vain)
+            own = self.facts.project.own_function(call.func)
+            return [Origin(call, f"`{_callee(call)}`", library=not own)]
         if kind in (Kind.TENSOR, Kind.BATCH) and name.startswith("torch."):
             inputs = [a for a in call.args if not isinstance(a, ast.Starred)]
             return [o for a in inputs for o in self.of(a)]  # made from its inputs

@@ -2,8 +2,10 @@
 
 The flow half of the port's value kinds that crosses function boundaries: a
 parameter holds what every call site in the file passes (a function called
-from nowhere, or used another way, has parameters of unknown kind), and a call
-of a function of the file gives what its ``return`` statements give.
+from nowhere, or used another way, has parameters of unknown kind; one its whole
+repository calls nowhere holds nothing: :meth:`CallerKinds.never_called`), and a call
+of a function of the file gives what its ``return`` statements give (of a project
+module's function, the CPU tensors its tuples hold: :meth:`CallerKinds.returned_items`).
 :class:`~torchport.check.port._kinds.ValueKinds` makes one and gives it the
 kind of an expression (``kind_of``: its
 :meth:`~torchport.check.port._kinds.ValueKinds.of`).
@@ -19,7 +21,7 @@ from torchport.check.port._call_sites import method_of_receiver, overrides, part
 from torchport.check.port._device_flow import names_of
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._value_kind import Elements, Kind, join, memoized
-from torchport.check.semantic import ScopeMap
+from torchport.check.semantic import BindingKind, ScopeMap
 
 __all__ = ["CallerKinds", "hands_back", "parameter_default"]
 
@@ -44,11 +46,20 @@ class CallerKinds:
         self._returns_of: dict[int, list[ast.expr] | None] = {}
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
         self._given: dict[int, frozenset[Kind]] = {}  # parameter -> the kinds its calls pass
+        self._never: dict[int, bool] = {}  # function -> called nowhere in its repository
 
     def returned_items(self, func: ast.Name) -> Elements | None:
-        """Per position, what a function of the file returns when it returns tuples only."""
+        """Per position, what a function of the file returns when it returns tuples only; of a
+        project module's function imported by name, the CPU tensors it returns at known
+        positions (``_module_functions.tensor_positions``; the other positions unknown)."""
         found = self.scopes.bindings(func.id, func)
         node = found[0].node if len(found) == 1 else None
+        if len(found) == 1 and found[0].kind is BindingKind.IMPORT:
+            items = self.facts.project.tensor_items.get(func.id)
+            if items is None:
+                return None
+            size, tensors = items
+            return tuple(Kind.TENSOR if i in tensors else Kind.UNKNOWN for i in range(size))
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return None
         values = self.return_values(node)
@@ -146,6 +157,43 @@ class CallerKinds:
                 kinds.append(self.kind_of(default))
             self._given[id(arg)] = frozenset(kinds)
         return join(kinds)
+
+    def never_called(self, func: ast.AST) -> bool:
+        """Whether ``func``, a module-level function of the file, is called nowhere: no call
+        site in the file and none across its repository, and no use that may reach one
+        (``rules/_project_calls.never_called``: any doubt, False). Its parameters never hold
+        anything: nothing to move. Asked once per function."""
+        found = self._never.get(id(func))
+        if found is None:
+            found = self._never[id(func)] = self._never_called(func)
+        return found
+
+    def _never_called(self, func: ast.AST) -> bool:
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        if func not in self.ctx.tree.body or self.call_sites(func) != []:
+            return False
+        path = self.ctx.path
+        if not path or path.startswith("<"):
+            return False
+        from torchport.check.rules._project_calls import never_called  # on first use
+
+        return never_called(path, func.name)
+
+    def unknown(self, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str:
+        """TP520's message for the argument ``name`` of ``func`` of unknown kind: what its
+        callers in the file pass is not known, or the file has no caller to tell."""
+        if self.call_sites(func) == []:
+            return (
+                f"cannot tell whether the argument `{name}` is a tensor: `{func.name}` is "
+                f"called nowhere in this file, so the port sees nothing it is given; where "
+                f"code elsewhere calls it with a tensor, move `{name}` to `device` yourself"
+            )
+        return (
+            f"cannot tell whether the argument `{name}` is a tensor (the port moves only "
+            f"what it knows is one, and `{func.name}`'s callers are not all in this file, "
+            f"or pass other things): move it to `device` yourself"
+        )
 
     def number_or_device(self, bindings: Sequence[object]) -> bool:
         """Whether a name with these ``bindings`` reads a parameter every call site seen so

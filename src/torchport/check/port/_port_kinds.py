@@ -24,6 +24,7 @@ from torchport.check.port._module_functions import (
     makes_cpu_tensor,
     returns_all,
     takes_device,
+    tensor_positions,
     viewed_parameters,
 )
 
@@ -105,4 +106,7 @@ def port_kinds(
         converted=tuple(converted),
         host_functions=hosts[0],
         host_items=hosts[1],
+        tensor_items=tuple(
+            (f.name, found) for f in functions if (found := tensor_positions(ctx, f)) is not None
+        ),
     )

@@ -335,12 +335,16 @@ def complete(view: ProjectImports, ctx: Context) -> None:
         assert isinstance(local, str) and isinstance(name, str)
         assert isinstance(facts, ModuleFacts)
         if what == "hosts":
-            items = dict(facts.host_items)
-            if (name in facts.host_functions or name in items) and only_import(local):
-                if name in facts.host_functions:
-                    view.host_functions.add(local)
-                if name in items:
-                    view.host_items[local] = items[name]
+            if not only_import(local):
+                continue
+            view.functions.add(local)  # a module-level function or value of the project's
+            items, tensors = dict(facts.host_items), dict(facts.tensor_items)
+            if name in facts.host_functions:
+                view.host_functions.add(local)
+            if name in items:
+                view.host_items[local] = items[name]
+            if name in tensors:
+                view.tensor_items[local] = tensors[name]
         elif not record[4] or (_defines(facts, name) and only_import(local)):
             _record(view, local, name, facts)
 

@@ -53,6 +53,13 @@ class ProjectImports:
     # local names of functions whose every return is host data (_host_functions.py)
     host_functions: set[str] = field(default_factory=set, compare=False)
     host_items: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    # local names bound to a project module's function or module-level value by the import
+    functions: set[str] = field(default_factory=set, compare=False)
+    # local names of functions returning tuples with CPU tensors at known positions:
+    # (length, positions) (_module_functions.tensor_positions)
+    tensor_items: dict[str, tuple[int, tuple[int, ...]]] = field(
+        default_factory=dict, compare=False
+    )
     star_unresolved: bool = field(default=False, compare=False)
     # name -> the first kind (in KINDS's order) holding it; built by the first lookup
     _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -110,6 +117,17 @@ class ProjectImports:
             if facts is not None and func.attr in facts.view_functions:
                 return dict(facts.views).get(func.attr)
         return None
+
+    def own_function(self, expr: ast.expr) -> bool:
+        """Whether the name or ``alias.name`` is a function or module-level value of one of
+        the project's own modules (no library's: the port reads its code)."""
+        if isinstance(expr, ast.Name):
+            return expr.id in self.functions
+        if isinstance(expr, ast.Attribute) and self.modules:
+            owner = _dotted(expr.value)
+            facts = self.modules.get(owner) if owner is not None else None
+            return facts is not None and expr.attr in facts.may_hold
+        return False
 
     def owner_of(self, expr: ast.expr) -> Owned | None:
         """Whose device methods the name or ``alias.name`` has, if a project module binds it.
@@ -202,8 +220,10 @@ PORT_ONLY = (
     "converted",
     "host_functions",
     "host_items",
+    "tensor_items",
+    "functions",
 )
-_DICT_FIELDS = frozenset({"viewed", "converted", "host_items"})
+_DICT_FIELDS = frozenset({"viewed", "converted", "host_items", "tensor_items"})  # (else sets)
 
 
 class _Unmade:

@@ -21,9 +21,13 @@ from torchport.check.files._config import Config
 from torchport.check.files._config_search import ConfigResolver
 from torchport.check.files._paths import FixResult, Progress, fix_paths
 
-__all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
+__all__ = ["PORT_REPORTS", "PORT_SELECT", "port_paths", "port_source", "port_text"]
 
 PORT_SELECT: tuple[str, ...] = ("TP5", "TP201", "TP301")
+# Reported by the port and never fixed by it: a CUDA-or-CPU choice the program made (TP109)
+# is its own device choice, kept (issue 31), but on MPS or XPU it runs the program on the
+# CPU, so the port's "left" says so instead of nothing.
+PORT_REPORTS: tuple[str, ...] = ("TP109",)
 
 
 def port_text(source: str, path: str = "<string>") -> FixOutcome:
@@ -32,7 +36,9 @@ def port_text(source: str, path: str = "<string>") -> FixOutcome:
     Raises:
         SyntaxError: ``source`` does not parse.
     """
-    return fix_text(source, path, ruleset_for(PORT_SELECT, None), unsafe=True)
+    ruleset = ruleset_for((*PORT_SELECT, *PORT_REPORTS), None)
+    fixable = [r.code for r in ruleset.rules if r.code not in PORT_REPORTS]
+    return fix_text(source, path, ruleset, unsafe=True, fixable=fixable)
 
 
 def port_source(source: str, path: str = "<string>") -> str:
@@ -77,7 +83,8 @@ def port_paths(
         unsafe=True,
         diff=diff,
         speed=True,
-        select=PORT_SELECT,
+        select=(*PORT_SELECT, *PORT_REPORTS),
+        report_only=PORT_REPORTS,
         ignore=ignore,
         config=config,
         jobs=jobs,

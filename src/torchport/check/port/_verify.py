@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,12 +96,26 @@ class HostWork:
     calls: int  # how many host-work calls the run made there
     kind: str  # "grad" | "backward" | "step" | "heavy"
     chosen: bool = False  # the program put these tensors on the host itself
+    # only where CUDA is missing: the run seen as CUDA had no host work here, so the
+    # program's own CUDA test (`torch.cuda.is_available()`) chose the CPU
+    cuda_test: bool = False
 
-    def finding(self) -> str:
+    def finding(self, choices: Sequence[str] = ()) -> str:
+        """The line for the report; ``choices``: where the port left the program's
+        CUDA-or-CPU choices (TP109's ``path:line``), named when the CUDA test chose here."""
         head = (
             f"{self.path}:{self.line}: verify: host work: `{self.call}` on host tensors"
             f"{_KINDS.get(self.kind, '')} ({self.calls} call{'s' if self.calls != 1 else ''}): "
         )
+        if self.cuda_test:
+            at = f" at {', '.join(choices)}" if choices else ""
+            return head + (
+                "this runs on the CPU only where CUDA is missing (seen as a CUDA machine, the "
+                "run put it on the device): the program's own CUDA-or-CPU choice"
+                f"{at} (`torch.cuda.is_available()`) picked the CPU; to run on any "
+                "accelerator (MPS, XPU), pick the device with `torch.accelerator` or "
+                "`torchport.pick_device()`"
+            )
         if self.chosen:
             return head + (
                 "this runs on the CPU, where the program put these tensors itself (`.cpu()`, "
@@ -141,13 +156,15 @@ class Verification:
             and self.on_device != 0
         )
 
-    def summary(self, left: int = 0) -> str:
+    def summary(self, left: int = 0, choices: Sequence[str] = ()) -> str:
         """What the run showed, for the port's report: findings first, then one sentence.
 
         ``left`` is what the port itself left (its report's "N left"): a run that ran to its
-        end says those did not stop it, never that nothing is left.
+        end says those did not stop it, never that nothing is left. ``choices``: as for
+        :meth:`HostWork.finding`.
         """
-        uses = [u.finding() for u in self.float64] + [w.finding() for w in self.host_work]
+        uses = [u.finding() for u in self.float64]
+        uses += [w.finding(choices) for w in self.host_work]
         sentence = self._sentence()
         if self.verified and left:
             sentence = sentence[:-1] + (
@@ -311,6 +328,10 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
     for w in (*first.host_work, *second.host_work):  # the same program twice: the most calls
         known = host.get((w.path, w.line))
         host[(w.path, w.line)] = w if known is None or w.calls > known.calls else known
+    as_cuda = {(w.path, w.line) for w in first.host_work}
+    for key, w in host.items():  # host work only where CUDA is missing: the CUDA test chose
+        if key not in as_cuda:
+            host[key] = dataclasses.replace(w, cuda_test=True)
     float64 = tuple(found.values())
     host_work = tuple(sorted(host.values(), key=lambda w: (w.path, w.line)))
     if second.status != "verified":

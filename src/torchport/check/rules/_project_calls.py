@@ -58,7 +58,13 @@ from torchport.check._listing import note, remembered
 from torchport.check._syntax import parsed_module
 from torchport.check.rules._shipped import shipped_module
 
-__all__ = ["every_call_passes", "installed_module", "repository_of", "repository_texts"]
+__all__ = [
+    "every_call_passes",
+    "installed_module",
+    "never_called",
+    "repository_of",
+    "repository_texts",
+]
 
 _MOST_FILES = 20_000
 _BIGGEST = 4 * 1024 * 1024
@@ -91,6 +97,25 @@ def every_call_passes(
     answer = remembered(
         _SEEN, key, lambda: _decide(root, os.path.abspath(path), name, param, position, by_keyword)
     )
+    return bool(answer)
+
+
+def never_called(path: str, name: str) -> bool:
+    """Whether the module-level function ``name`` of the file at ``path`` is called nowhere in
+    its repository and does not escape: the same reading as :func:`every_call_passes`, where
+    any call of the name (of any receiver) is a call, and no call may be found. Any doubt
+    (no repository, a library's module, a mention that is no call but may reach one): False.
+    The port leaves such a function's parameters unreported (``port/_batches.py``): nothing
+    ever hands them a value."""
+    if not os.path.isfile(path):
+        return False
+    root = repository_of(os.path.dirname(os.path.abspath(path)))
+    if root is None:
+        return False
+    full = os.path.abspath(path)
+    key = ("never", full, name)
+    # no parameter is passed by any call (`param=""`, no position): every call escapes
+    answer = remembered(_SEEN, key, lambda: _count(root, full, name, "", None, False) == 0)
     return bool(answer)
 
 
@@ -151,15 +176,24 @@ def _texts(root: str) -> tuple[tuple[str, bytes], ...] | None:
 def _decide(
     root: str, path: str, name: str, param: str, position: int | None, by_keyword: bool
 ) -> bool:
+    calls = _count(root, path, name, param, position, by_keyword)
+    return calls is not None and calls > 0
+
+
+def _count(
+    root: str, path: str, name: str, param: str, position: int | None, by_keyword: bool
+) -> int | None:
+    """The calls of ``name`` passing ``param`` across the repository at ``root``; None when
+    a use of it escapes, or the file at ``path`` is not seen defining it (the docstring)."""
     stem = os.path.splitext(os.path.basename(path))[0]
     if stem == "__init__":
-        return False  # a package's own names: imported by the package's name
+        return None  # a package's own names: imported by the package's name
     if shipped_module(path, root):
-        return False  # importable once installed: code outside the repository may call it
+        return None  # importable once installed: code outside the repository may call it
     # (both asked before the repository is read: neither answer depends on its texts)
     texts = repository_texts(root)
     if texts is None:
-        return False
+        return None
     word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
     module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
     needle, module_needle = name.encode(), stem.encode()
@@ -175,19 +209,19 @@ def _decide(
             continue
         if not file.endswith(".py"):
             if named:
-                return False  # a config, a notebook, a document naming it
+                return None  # a config, a notebook, a document naming it
             continue
         try:
             tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
         except (SyntaxError, ValueError):
-            return False
+            return None
         uses = _Uses(name, param, position, by_keyword, stem)
         found = uses.count(tree, own=file == path)
         if found is None:
-            return False
+            return None
         calls += found
         own = own or file == path
-    return own and calls > 0
+    return calls if own else None
 
 
 def installed_module(folder: str, root: str) -> bool:
