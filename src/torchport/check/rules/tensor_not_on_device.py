@@ -116,17 +116,23 @@ class TensorNotOnDevice(Rule):
         name, cast, helper = chosen
         found = facts.device_at(node)
         if found is None:
-            yield ctx.finding(self, node, message=_placed_by_the_program(facts))
+            yield ctx.finding(self, node, message=_placed_by_the_program(facts, node))
             return
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
 
 
-def _placed_by_the_program(facts: PortFacts) -> str | None:
-    """The message where the program places its model per process (None: the rule's own)."""
+def _placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
+    """The message where the program places its model per process, or chose its own device
+    out of ``node``'s sight (None: the rule's own)."""
     placed = facts.own_placement
     if placed is None:
+        kept = facts.device_name.kept_for(node)
+        if kept is not None:
+            from torchport.check.port._device_name import kept_message  # on first use
+
+            return kept_message(kept)
         return None
     return (
         "make the tensor on the device the program put its model on "
