@@ -212,8 +212,34 @@ def test_the_reduced_real_programs_and_a_device_kept_at_module_level() -> None:
     third = port_text(kept, "k.py")
     assert "W = torch.ones(3, device=DEVICE)" in third.source, third.source
     assert "torch.accelerator" not in third.source and not third.remaining, third.remaining
-    runs = in_a_child(_CHILD, [copies, first.source, direct, second.source, kept, third.source])
+    # A model at module level run where `main`'s device reaches: reported (TP501), not moved.
+    held = (
+        _HEAD + "net = nn.Linear(3, 3)\n\n\ndef run(x):\n    return net(x)\n\n\n"
+        f"def main():\n    device = {_CUDA_OR_CPU}\n    x = torch.randn(2, 3).to(device)\n"
+        "    OUT.append(run(x).detach().cpu())\n\n\nmain()\n"
+    )
+    fourth = port_text(held, "h.py")
+    assert fourth.source == held and [f.code for f in fourth.remaining] == ["TP501"]
+    assert "`device`, line 12, in `main`" in str(fourth.remaining[0]), fourth.remaining
+    # A device chosen in one function governs nothing another, unrelated one does (test files).
+    apart = (
+        _HEAD + f"def test_a():\n    device = {_CUDA_OR_CPU}\n"
+        "    m = nn.Linear(3, 3).to(device)\n"
+        "    OUT.append(m(torch.randn(2, 3).to(device)).detach().cpu())\n\n\n"
+        "def test_b():\n    m = nn.Linear(3, 3)\n"
+        "    OUT.append(m(torch.randn(2, 3)).detach().cpu())\n\n\ntest_a()\ntest_b()\n"
+    )
+    fifth = port_text(apart, "a.py")
+    assert (
+        "m = nn.Linear(3, 3).to(device)\n    OUT.append(m(torch.randn(2, 3).to(device))"
+        in (fifth.source.split("def test_b")[1])
+    ), fifth.source
+    assert not fifth.remaining, fifth.remaining
+    programs = [copies, first.source, direct, second.source, kept, third.source]
+    runs = in_a_child(_CHILD, [*programs, held, apart, fifth.source])
     assert runs[1] == runs[0] and runs[0]["as_cuda"] is None and runs[0]["not_cuda"] is None
     assert runs[3] == runs[2] and runs[2]["not_cuda"] is None
     assert runs[5]["cpu"] == runs[4]["cpu"]
     assert runs[5]["as_cuda"] is None and runs[5]["not_cuda"] is None, runs[5]
+    assert runs[6]["not_cuda"] is None  # as the original: the program's device is the CPU there
+    assert runs[8] == runs[7] and runs[7]["as_cuda"] is None and runs[7]["not_cuda"] is None

@@ -33,7 +33,7 @@ from torchport.check.semantic._placement import (
     means_accelerator,
 )
 
-__all__ = ["DeviceName", "kept_message", "same_tree"]
+__all__ = ["DeviceName", "same_tree"]
 
 # A device choice under a name of the program's own (``DEVICE``, ``dev``): what it is bound to.
 _DEVICE_CALLS = ("torch.device", "torch.accelerator.current_accelerator")
@@ -166,6 +166,11 @@ class DeviceName:
                 return kept
         return None
 
+    def kept_message(self, node: ast.AST) -> str | None:
+        """A finding's message at ``node`` naming the program's own choice (:meth:`kept_for`)."""
+        kept = self.kept_for(node)
+        return None if kept is None else _kept_words(kept)
+
     def _function_of(self, node: ast.AST) -> ast.AST | None:
         """The innermost function holding ``node`` (None: module level)."""
         inner = self.ctx.scopes.parent(node)
@@ -248,13 +253,14 @@ def _printed(call: ast.Call) -> bool:
     return name in ("print", "str", "repr", "format", "info", "debug", "warning", "log")
 
 
-def kept_message(kept: Binding) -> str:
+def _kept_words(kept: Binding) -> str:
     """A finding's message where the port adds no device beside the program's own ``kept``."""
     where = kept.scope.node
     owner = f", in `{where.name}`" if isinstance(where, _FUNCTIONS) else ""
     line = getattr(kept.node, "lineno", 0)
     return (
         f"the program chose its own device (`{kept.name}`, line {line}{owner}); the port adds "
-        f"no second one beside it: make this where `{kept.name}` is chosen, with "
-        f"`device={kept.name}`, or move it with `.to(x.device)` where it meets a tensor `x`"
+        f"no second one beside it: make or move this where `{kept.name}` is chosen "
+        f"(`device={kept.name}`, `.to({kept.name})`), or move it with `.to(x.device)` where "
+        "it meets a tensor `x`"
     )

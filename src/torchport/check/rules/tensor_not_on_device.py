@@ -128,12 +128,7 @@ def _placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
     out of ``node``'s sight (None: the rule's own)."""
     placed = facts.own_placement
     if placed is None:
-        kept = facts.device_name.kept_for(node)
-        if kept is not None:
-            from torchport.check.port._device_name import kept_message  # on first use
-
-            return kept_message(kept)
-        return None
+        return facts.device_name.kept_message(node)
     return (
         "make the tensor on the device the program put its model on "
         f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
