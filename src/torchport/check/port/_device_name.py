@@ -13,10 +13,11 @@ Invariant: every device the port writes is the program's own where the program h
 one. A program that chose a device it places things with (``.to(device)``, ``device=``,
 handed to a call) where a module-level name cannot see it (``device = torch.device("cuda"
 if torch.cuda.is_available() else "cpu")`` in ``main()``, a second module-level choice)
-gets no new definition: that device is CUDA or the CPU, the port's
-is any accelerator, and on MPS or XPU a tensor made on the one meets the model on the
-other. Then nothing is fixed outside the program's own scope; the findings stay, and
-their messages name the program's choice (:meth:`DeviceName.kept_for`).
+gets no new definition where that choice reaches (the function that makes it, what it
+calls, the module-level values those read): that device is CUDA or the CPU, the port's
+any accelerator, and on MPS or XPU a tensor made on the one meets the model on the other.
+There the findings stay, and their messages name the program's choice
+(:meth:`DeviceName.kept_for`); code the choice does not reach is ported as before.
 """
 
 from __future__ import annotations
@@ -158,7 +159,8 @@ class DeviceName:
             used = {id(inner)}
         else:  # module level: where the names it binds are read
             top = scopes.top_statement(node)
-            names = [t.id for t in getattr(top, "targets", ()) if isinstance(t, ast.Name)]
+            targets = getattr(top, "targets", None) or [getattr(top, "target", None)]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]  # (`X: T = ...` too)
             used = {id(f) for n in names for r in scopes.reads_of(n, scopes.module)
                     if (f := self._function_of(r)) is not None}  # fmt: skip
         for kept in self._placing:
