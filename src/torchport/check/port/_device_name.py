@@ -15,7 +15,7 @@ handed to a call) where a module-level name cannot see it (``device = torch.devi
 if torch.cuda.is_available() else "cpu")`` in ``main()``, a second module-level choice)
 gets no new definition where that choice reaches (the function that makes it, what it
 calls, the module-level values those read): that device is CUDA or the CPU, the port's
-any accelerator, and on MPS or XPU a tensor made on the one meets the model on the other.
+any accelerator, and on MPS or XPU a tensor made on the port's meets the model on the CPU.
 There the findings stay, and their messages name the program's choice
 (:meth:`DeviceName.kept_for`); code the choice does not reach is ported as before.
 """
