@@ -211,7 +211,9 @@ def _host(expr: ast.expr, flow: DeviceFlow, scope: PortScope, own: str | None, d
         return all(_host(side, flow, scope, own, depth) for side in (expr.left, expr.right))
     if isinstance(expr, ast.UnaryOp):
         return _host(expr.operand, flow, scope, own, depth)
-    return False  # an attribute, an item: where it comes from is not shown
+    if isinstance(expr, ast.Subscript):  # `errors[:4]` of a list of `.cpu()` copies: host too
+        return _host(expr.value, flow, scope, own, depth)
+    return False  # an attribute, an item of what is not shown: where it comes from is not
 
 
 def _host_name(name: str, flow: DeviceFlow, scope: PortScope, own: str | None, depth: int) -> bool:

@@ -5,8 +5,19 @@ user's ``device`` (a CUDA-or-CPU string, or a function's local) would split them
 on any other accelerator, so a file gets one module-level binding, whatever the
 node. It is, in this order: a module-level definition written with the port's own
 line; the module's own ``device = <an accelerator choice>`` (what the code it has
-already uses); the program's own device chosen on several paths; a new definition
-under the first free name.
+already uses); the program's own device chosen on several paths; the program's own
+accelerator choice under another name, bound once at module level (``DEVICE =
+torch.device("cuda" if ... else "cpu")``); a new definition under the first free name.
+
+Invariant: every device the port writes is the program's own where the program has
+one. A program that chose a device it places things with (``.to(device)``, ``device=``,
+handed to a call) where a module-level name cannot see it (``device = torch.device("cuda"
+if torch.cuda.is_available() else "cpu")`` in ``main()``, a second module-level choice)
+gets no new definition where that choice reaches (the function that makes it, what it
+calls, the module-level values those read): that device is CUDA or the CPU, the port's
+any accelerator, and on MPS or XPU a tensor made on the port's meets the model on the CPU.
+There the findings stay, and their messages name the program's choice
+(:meth:`DeviceName.kept_for`); code the choice does not reach is ported as before.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
-from torchport.check.semantic import BindingKind
+from torchport.check.semantic import Binding, BindingKind
 from torchport.check.semantic._placement import (
     DEVICE_NAMES,
     device_at,
@@ -24,6 +35,10 @@ from torchport.check.semantic._placement import (
 )
 
 __all__ = ["DeviceName", "same_tree"]
+
+# A device choice under a name of the program's own (``DEVICE``, ``dev``): what it is bound to.
+_DEVICE_CALLS = ("torch.device", "torch.accelerator.current_accelerator")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class DeviceName:
@@ -34,6 +49,11 @@ class DeviceName:
         self._name: str | None = None
         self._chosen = False
         self._own = False  # the program's own name, bound on several paths
+        # The program's own device choices it places with, beside a new name of the port's.
+        self._placing: list[Binding] = []
+        self._reached: dict[int, set[int]] = {}  # id(function) -> ids of functions it reaches
+        # (caller, callee) function nodes of the file's own calls: set by the port's facts.
+        self.calls: list[tuple[ast.AST, ast.AST]] = []
 
     def at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
         """The name usable at ``node`` and the edits defining it (None: no fix here).
@@ -44,7 +64,7 @@ class DeviceName:
         if not self._chosen:
             self._name, self._chosen = self._choose(), True
         name = self._name
-        if name is None:
+        if name is None or self.kept_for(node) is not None:
             return None
         scopes = self.ctx.scopes
         if self._own:
@@ -84,10 +104,116 @@ class DeviceName:
             ):
                 self._own = True
                 return name
+        chosen = self._program_choices(ours)
+        reused = [
+            b
+            for b in chosen
+            if b.scope is scopes.module
+            and len(scopes.module.bindings.get(b.name, ())) == 1
+            and means_accelerator(b.value, self.ctx)  # type: ignore[arg-type]
+        ]
+        if len(reused) == 1 and len({b.name for b in chosen if b.scope is scopes.module}) == 1:
+            self._own = True  # `DEVICE = torch.device("cuda" if ... else "cpu")`: used as is
+            return reused[0].name
+        # No second device where the program's own reaches (module docstring): kept_for.
+        self._placing = [b for b in chosen if self._places(b)]
         for name in DEVICE_NAMES:
             if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
                 return name  # free: a new module-level definition
         return None
+
+    def _program_choices(self, ours: ast.expr) -> list[Binding]:
+        """The program's own device choices, in source order: names bound to a device (a
+        device name to any device value, another name to ``torch.device(...)`` or the
+        accelerator, not to the CPU alone: ``CPU = torch.device("cpu")`` is where host copies
+        go), in any scope, other than the port's own line."""
+        found: list[Binding] = []
+        for scope in self.ctx.scopes.scopes.values():
+            for name, bound in scope.bindings.items():
+                for b in bound:
+                    value = b.value
+                    if b.kind is not BindingKind.ASSIGN or value is None or same_tree(value, ours):
+                        continue
+                    if name in DEVICE_NAMES:
+                        if self._device_value(value):
+                            found.append(b)
+                    elif self._names_a_device(value):
+                        found.append(b)
+        found.sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
+        return found
+
+    def kept_for(self, node: ast.AST) -> Binding | None:
+        """The program's own device choice that code at ``node`` runs under, where the port's
+        name would be a new one (None: none). A choice made in function ``F`` governs what
+        ``F`` reaches through the file's own calls, and a module-level value bound at
+        ``node`` that such a function reads (``MEAN`` read in ``norm``, called from ``main``)."""
+        if not self._chosen:
+            self._name, self._chosen = self._choose(), True
+        if not self._placing or self._own:
+            return None
+        scopes = self.ctx.scopes
+        inner: ast.AST | None = node
+        while inner is not None and not isinstance(inner, _FUNCTIONS):
+            inner = scopes.parent(inner)
+        if inner is not None:
+            used = {id(inner)}
+        else:  # module level: where the names it binds are read
+            top = scopes.top_statement(node)
+            targets = getattr(top, "targets", None) or [getattr(top, "target", None)]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]  # (`X: T = ...` too)
+            used = {id(f) for n in names for r in scopes.reads_of(n, scopes.module)
+                    if (f := self._function_of(r)) is not None}  # fmt: skip
+        for kept in self._placing:
+            if used & self._reach(kept.scope.node):
+                return kept
+        return None
+
+    def kept_message(self, node: ast.AST) -> str | None:
+        """A finding's message at ``node`` naming the program's own choice (:meth:`kept_for`)."""
+        kept = self.kept_for(node)
+        return None if kept is None else _kept_words(kept)
+
+    def _function_of(self, node: ast.AST) -> ast.AST | None:
+        """The innermost function holding ``node`` (None: module level)."""
+        inner = self.ctx.scopes.parent(node)
+        while inner is not None and not isinstance(inner, _FUNCTIONS):
+            inner = self.ctx.scopes.parent(inner)
+        return inner
+
+    def _reach(self, function: ast.AST) -> set[int]:
+        """``function`` and every function of the file it calls, through its callees too."""
+        found = self._reached.get(id(function))
+        if found is None:
+            found = {id(function)}
+            todo = [function]
+            while todo:
+                caller = todo.pop()
+                for source, callee in self.calls:
+                    if source is caller and id(callee) not in found:
+                        found.add(id(callee))
+                        todo.append(callee)
+            self._reached[id(function)] = found
+        return found
+
+    def _places(self, binding: Binding) -> bool:
+        """Whether the program places something with this choice: a read of it handed to a
+        call (``.to(device)``, ``device=device``, ``train(model, loader, device)``), not only
+        printed or returned."""
+        scopes = self.ctx.scopes
+        for read in scopes.reads_of(binding.name, binding.scope):
+            up = scopes.parent(read)
+            if isinstance(up, ast.keyword):
+                up = scopes.parent(up)
+            if isinstance(up, ast.Call) and up.func is not read and not _printed(up):
+                return True
+        return False
+
+    def _names_a_device(self, value: ast.expr) -> bool:
+        """``torch.device(..)`` (not of ``"cpu"`` alone), the accelerator, an accelerator choice."""
+        if isinstance(value, ast.Call) and self.ctx.qualname(value.func) in _DEVICE_CALLS:
+            first = value.args[0] if value.args else None
+            return not (isinstance(first, ast.Constant) and first.value == "cpu")
+        return isinstance(value, ast.IfExp) and means_accelerator(value, self.ctx)
 
     def _device_value(self, value: ast.expr) -> bool:
         """A value a device name is bound to: ``torch.device(..)``, the accelerator, a choice."""
@@ -120,3 +246,23 @@ def same_tree(a: object, b: object) -> bool:
             and all(same_tree(x, y) for x, y in zip(a, b, strict=True))
         )
     return type(a) is type(b) and repr(a) == repr(b)
+
+
+def _printed(call: ast.Call) -> bool:
+    """``print(device)``, ``logger.info(...)``, ``str(device)``: a read that places nothing."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("print", "str", "repr", "format", "info", "debug", "warning", "log")
+
+
+def _kept_words(kept: Binding) -> str:
+    """A finding's message where the port adds no device beside the program's own ``kept``."""
+    where = kept.scope.node
+    owner = f", in `{where.name}`" if isinstance(where, _FUNCTIONS) else ""
+    line = getattr(kept.node, "lineno", 0)
+    return (
+        f"the program chose its own device (`{kept.name}`, line {line}{owner}); the port adds "
+        f"no second one beside it: make or move this where `{kept.name}` is chosen "
+        f"(`device={kept.name}`, `.to({kept.name})`), or move it with `.to(x.device)` where "
+        "it meets a tensor `x`"
+    )

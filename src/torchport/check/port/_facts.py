@@ -135,6 +135,8 @@ class PortFacts:
                 or (scope.outer is not None and scope.outer.internal)
             )
         self._find_models()
+        # What the program's own device choices govern (`DeviceName.kept_for`): its call graph.
+        self.device_name.calls = [(c[1].node, c[3].node) for c in self._own_calls]
         raw = run_flow(self, self._own_calls)  # (hand-trained weights: raw_parameters)
         share_globals(self)  # and those functions leave in the module's names
         for scope in self.scopes:

@@ -120,7 +120,7 @@ class ModelNotOnDevice(Rule):
         if found is None or receiver_owner(node, "to", ctx) is Owner.OTHER:
             own = facts.own_placement  # (or a class with a `to` of its own: reported)
             said = own and _OWN.format(call=short_call(own), line=own.lineno)
-            yield ctx.finding(self, node, message=said or None)
+            yield ctx.finding(self, node, message=said or facts.device_name.kept_message(node))
             return
         name, edits = found
         fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)

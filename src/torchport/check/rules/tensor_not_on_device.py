@@ -116,18 +116,19 @@ class TensorNotOnDevice(Rule):
         name, cast, helper = chosen
         found = facts.device_at(node)
         if found is None:
-            yield ctx.finding(self, node, message=_placed_by_the_program(facts))
+            yield ctx.finding(self, node, message=_placed_by_the_program(facts, node))
             return
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
 
 
-def _placed_by_the_program(facts: PortFacts) -> str | None:
-    """The message where the program places its model per process (None: the rule's own)."""
+def _placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
+    """The message where the program places its model per process, or chose its own device
+    out of ``node``'s sight (None: the rule's own)."""
     placed = facts.own_placement
     if placed is None:
-        return None
+        return facts.device_name.kept_message(node)
     return (
         "make the tensor on the device the program put its model on "
         f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
