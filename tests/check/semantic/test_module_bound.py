@@ -157,6 +157,8 @@ def test_every_statement_in_every_block_binds_what_the_scope_pass_binds() -> Non
                 if tree is None:
                     continue
                 assert module_bound(tree) == _other_bindings(tree), source
+                # with its text: a text without `global` has its bodies left unwalked
+                assert module_bound(tree, source + "\n") == _other_bindings(tree), source
 
 
 @given(programs())
@@ -167,6 +169,7 @@ def test_the_statements_bind_what_the_scope_pass_binds_at_module_level(source: s
     found = module_bound(tree)
     assert found is not None, source  # every statement above is one it reads
     assert found == _other_bindings(tree), source
+    assert module_bound(tree, source) == found, source  # (its text told: `global` or none)
 
 
 @given(programs())

@@ -92,7 +92,8 @@ class ModuleImports:
                     self._bound_read = True
                     # `:=` binds in the enclosing function or module from inside any
                     # expression (a comprehension's too): not read from the statements
-                    self._bound = None if ":=" in self.source else module_bound(self.tree)
+                    source = self.source
+                    self._bound = None if ":=" in source else module_bound(self.tree, source)
                 found = self._bound is not None and name not in self._bound
             self._at_module[name] = found
         return found
@@ -136,7 +137,7 @@ _BINDS_NOTHING = (
 )
 
 
-def module_bound(tree: ast.Module) -> frozenset[str] | None:
+def module_bound(tree: ast.Module, source: str | None = None) -> frozenset[str] | None:
     """The names module-level statements bind otherwise than by an import, as the scope
     pass records them in the module's scope: a ``def``'s or ``class``'s name, the names of
     an assignment's (augmented, annotated with a value), a ``for``'s, a ``with``'s or a
@@ -146,7 +147,9 @@ def module_bound(tree: ast.Module) -> frozenset[str] | None:
     it for the module. None where statements alone cannot say: a module-level ``match``
     (its captures), a type alias or type parameters, a statement of a kind not listed here.
     The caller leaves out ``:=``, which binds from inside an expression
-    (``ModuleImports.only_at_module``).
+    (``ModuleImports.only_at_module``). ``source``: the tree's text, where given; a text
+    without the word ``global`` holds no ``global`` statement: its functions and classes
+    are not walked for one.
     """
     found: set[str] = set()
     todo: list[ast.stmt] = list(tree.body)
@@ -189,6 +192,8 @@ def module_bound(tree: ast.Module) -> frozenset[str] | None:
                 todo.extend(handler.body)
         else:
             return None  # `match`, `type X = ...`, or a statement this walk does not know
+    if source is not None and "global" not in source:
+        inner.clear()  # (no `global` anywhere in the text: none in a body)
     while inner:  # every statement of every function and class body, nested ones too
         node = inner.pop()
         if isinstance(node, ast.Global):
