@@ -56,8 +56,9 @@ _SPANS = [0]  # how many outermost spans have begun: remembered's answers are ch
 def listed_once() -> Iterator[None]:
     """Within: folder listings (and answers built on them) are read once, then reused.
 
-    A file made meanwhile may not be seen until the span ends. Spans nest; the
-    outermost one's store serves them all.
+    A file made meanwhile may not be seen until the span ends, nor a change of the working
+    folder (:func:`note` makes each name absolute once a span). Spans nest; the outermost
+    one's store serves them all.
     """
     if _SPAN:
         yield
@@ -122,11 +123,31 @@ def same(path: str, then: list[object] | None) -> bool:
 
 def note(path: str | os.PathLike[str]) -> None:
     """Record that the check read or looked for ``path`` (nothing outside :func:`recorded`)."""
-    if _NOTED:
+    if not _NOTED:
+        return
+    inner = _NOTED[-1]  # (the outer records get it when this one ends: recorded)
+    store = held()
+    if store is None:
         key = os.path.abspath(path)
-        inner = _NOTED[-1]  # (the outer records get it when this one ends: recorded)
         if key not in inner:
             inner[key] = state(key)
+        return
+    # Inside a span (the tree and the working folder hold still) each name is made absolute
+    # once, and each path's state read once, for all the notes there: a tree's answers note
+    # the same folders and modules again and again.
+    try:
+        absolute, states = store["listing.noted"]
+    except KeyError:
+        absolute, states = store["listing.noted"] = ({}, {})
+    name = os.fspath(path)
+    key = absolute.get(name)
+    if key is None:
+        key = absolute[name] = os.path.abspath(name)
+    if key not in inner:
+        try:
+            inner[key] = states[key]
+        except KeyError:
+            inner[key] = states[key] = state(key)
 
 
 def real_path(path: str) -> str:
