@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchport.check._listing import listed_once
+from torchport.check._listing import listed_once, recorded
 from torchport.check.port._module_files import Lookups, find_module
 
 NAMES = ("a", "b", "pkg", "model")
@@ -118,9 +118,11 @@ def test_find_module_agrees_with_the_oracle(
         with listed_once(), listed_once():
             for _ in range(2):
                 for source, (module, level) in [(f, a) for f in (importer, *others) for a in asked]:
-                    got = find_module(source, module, level, Lookups())
+                    with recorded() as noted:  # (each answer noted: its caller reads it)
+                        got = find_module(source, module, level, Lookups())
                     want = oracle(source, module, level)
                     assert (got and os.path.realpath(got)) == (want and os.path.realpath(want))
+                    assert got is None or os.path.abspath(got) in noted
                     if want is not None:  # a version the span holds is the file's own
                         stat = want.stat()
                         assert Lookups().version(want) == (

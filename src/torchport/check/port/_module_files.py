@@ -43,7 +43,7 @@ class Lookups:
     answered once. The next file's question makes a new one and sees any change.
     """
 
-    __slots__ = ("above", "files", "found", "listings", "modules", "real", "roots")
+    __slots__ = ("above", "asked", "files", "found", "listings", "modules", "real", "roots")
 
     def __init__(self) -> None:
         # Inside check/_listing.listed_once (a chunk of files checked, or ported with
@@ -55,10 +55,12 @@ class Lookups:
         # package name) -> the first folder up holding that package) are answers read
         # from the listings alone, as is `modules` ((a folder, a dotted name) -> the module's
         # file under it: the same root is asked from every folder of its packages); `real`:
-        # a path -> its resolved form.
+        # a path -> its resolved form; `asked`: `found`'s answers by the importing file's
+        # path (its folder not worked out again), each with the answer's path as a string.
         if span is None:
             self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
             self.found: dict[tuple[str, str | None, int], Path | None] = {}
+            self.asked: dict[tuple[str, str | None, int], tuple[Path | None, str]] = {}
             self.modules: dict[tuple[str, str], Path | None] = {}
             self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
             self.roots: dict[str, str] = {}
@@ -67,6 +69,7 @@ class Lookups:
         else:
             self.listings = span.setdefault("module_files.listings", {})
             self.found = span.setdefault("module_files.found", {})
+            self.asked = span.setdefault("module_files.asked", {})
             self.modules = span.setdefault("module_files.modules", {})
             self.files = span.setdefault("module_files.files", {})
             self.roots = span.setdefault("module_files.roots", {})
@@ -257,15 +260,23 @@ def find_module(
     ``lookups``: the question this is part of (see :class:`Lookups`); None reads
     each folder's version again.
     """
-    folder = _parent(str(importer))  # str(importer.parent), without a Path made per question
+    name = str(importer)
     if lookups is None:
-        return _noted(_find(folder, module, level, None))
-    key = (folder, module, level)
+        return _noted(_find(_parent(name), module, level, None))
     try:
-        return _noted(lookups.found[key])
+        found, noted = lookups.asked[name, module, level]
     except KeyError:
-        found = lookups.found[key] = _find(folder, module, level, lookups)
-        return _noted(found)
+        folder = _parent(name)  # str(importer.parent), without a Path made per question
+        key = (folder, module, level)
+        try:
+            found = lookups.found[key]
+        except KeyError:
+            found = lookups.found[key] = _find(folder, module, level, lookups)
+        noted = "" if found is None else str(found)
+        lookups.asked[name, module, level] = (found, noted)
+    if noted:
+        note(noted)  # (as _noted: its caller reads it)
+    return found
 
 
 def _find(folder: str, module: str | None, level: int, lookups: Lookups | None) -> Path | None:
