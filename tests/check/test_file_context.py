@@ -101,6 +101,13 @@ def _own_contexts(mp: pytest.MonkeyPatch, own: bool) -> Iterator[dict[str, objec
     yield reads
 
 
+def _settled(path: Path) -> None:
+    """Written 10 s ago: a file changed in the last 2 s is noted with a hash of its bytes
+    (``_listing.state``), which a run 2 s later would note without (a loaded machine)."""
+    stamp = path.stat().st_mtime - 10
+    os.utime(path, (stamp, stamp))
+
+
 def _run(root: Path, own: bool) -> tuple[object, ...]:
     cache = root.parent / "cache"  # (a cached run records what each file read)
     shutil.rmtree(cache, ignore_errors=True)
@@ -125,6 +132,7 @@ def test_a_check_with_a_view_s_context_is_the_check_with_its_own(files: dict[str
         for rel, text in files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text, encoding="utf-8")
+            _settled(root / rel)
         _run(root, own=True)  # (the process's caches warm for both: a warm run notes less)
         assert _run(root, own=False) == _run(root, own=True)
 
@@ -176,6 +184,7 @@ def test_what_making_the_context_read_is_in_the_check_s_own_record(tmp_path: Pat
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
+        _settled(root / rel)
     _run(root, own=True)  # (the process's caches warm for both)
     shared, own = _run(root, own=False), _run(root, own=True)
     assert shared == own
