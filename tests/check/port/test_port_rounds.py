@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
-from torchport.check import _fix, check_paths
+from torchport.check import _fix, _syntax, check_paths
 from torchport.check._context import Context
 from torchport.check._engine import check_text, check_tree, ruleset_for
 from torchport.check._fix import MAX_FIX_ROUNDS, FixOutcome, _one_round
@@ -254,6 +254,12 @@ def _cyclic_garbage(folder: Path, copies: int) -> Counter[str]:
         (project / "model.py").write_text(_MODEL)  # a sibling: parsed ahead and kept
         (project / "train.py").write_text(_TRAIN)
     was, debug = gc.isenabled(), gc.get_debug()
+    # Trees an earlier test of this worker kept (up to _KEPT_MAX, with their scope maps) would
+    # be pushed out inside the window, each a cycle: garbage of what ran before, not of this
+    # port (it made the 3-project run's count depend on the order tests ran in).
+    _syntax._KEPT.clear()
+    _syntax._CHECKED.clear()
+    _syntax._checked[1] = 0
     gc.collect()
     gc.disable()
     try:
