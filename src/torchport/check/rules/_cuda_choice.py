@@ -10,6 +10,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, method_name, names
+from torchport.check.rules._other_devices import foreign_device
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import cuda_flag
 from torchport.check.semantic._guards import Guard, device_guard
@@ -19,6 +20,7 @@ from torchport.check.semantic._residence import bound_value
 __all__ = [
     "cuda_api",
     "default_never_runs",
+    "foreign_device",
     "left_alone",
     "moves_nothing",
     "moves_to_cuda",

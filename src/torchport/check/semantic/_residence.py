@@ -23,6 +23,7 @@ import ast
 
 from torchport.check._patterns import lazy_pattern
 from torchport.check.semantic._binding import BindingKind
+from torchport.check.semantic._string_fields import string_device_receiver
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -292,6 +293,8 @@ def known_device_object(expr: ast.expr, ctx: Context) -> bool:
             expr = bound
             continue
         if isinstance(expr, ast.Attribute) and expr.attr == "device":
+            if string_device_receiver(expr.value, ctx):
+                return False  # its class (or argparse) says the field is a string
             base = expr.value
             while isinstance(base, ast.Attribute):
                 base = base.value
