@@ -29,7 +29,7 @@ __all__ = ["OWN_DEVICE_LIBRARIES", "foreign_device"]
 OWN_DEVICE_LIBRARIES = frozenset({"xgboost", "lightgbm", "ctranslate2", "faster_whisper"})
 
 
-def foreign_device(value: ast.expr, ctx: Context, call: ast.Call | None = None) -> bool:
+def foreign_device(value: ast.AST, ctx: Context, call: ast.Call | None = None) -> bool:
     """``value`` is the ``device=`` keyword of ``call`` (None: the call ``value`` sits in, read
     from ``ctx.ancestors``), a call whose callee is a listed library's import."""
     if call is None:

@@ -128,10 +128,11 @@ def _annotated_classes(node: ast.expr | None) -> list[ast.expr]:
         return [node]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return [c for p in (node.left, node.right) if not _none(p) for c in _annotated_classes(p)]
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        if node.value.id in ("Optional", "Union"):
-            args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return [c for a in args if not _none(a) for c in _annotated_classes(a)]
+    head = node.value if isinstance(node, ast.Subscript) else None
+    if isinstance(head, ast.Name) and head.id in ("Optional", "Union"):
+        assert isinstance(node, ast.Subscript)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return [c for a in args if not _none(a) for c in _annotated_classes(a)]
     return []
 
 
@@ -151,7 +152,9 @@ def _argparse_device_is_text(ctx: Context) -> bool:
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "add_argument"
-            and any(isinstance(a, ast.Constant) and a.value in ("--device", "device") for a in node.args)
+            and any(
+                isinstance(a, ast.Constant) and a.value in ("--device", "device") for a in node.args
+            )
             and any(k.arg == "type" for k in node.keywords)
         ):
             return False
@@ -200,10 +203,9 @@ def _name_says(name: ast.Name, ctx: Context, depth: int, *, element: bool) -> bo
             return _element_annotation_says(holder.annotation, ctx)
         return _annotation_says(holder.annotation, ctx)
     if binding.kind is BindingKind.LOOP and not element:
-        if isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
-            if holder.target is binding.node:
-                return _iterable_says(holder.iter, ctx, depth)
-        return False
+        if not isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return False
+        return holder.target is binding.node and _iterable_says(holder.iter, ctx, depth)
     if binding.value is None or depth >= _HOPS:
         return False
     if element:
