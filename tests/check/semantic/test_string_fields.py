@@ -1,6 +1,6 @@
 """TP114 on `X.device`: a torch device only where nothing says it is a string
 (check/semantic/_string_fields.py), and TP101/TP109 on another library's `device=`
-(check/rules/_other_devices.py).
+(``foreign_device``, check/rules/_cuda_choice.py).
 
 The oracles are tables written from the invariant, apart from the code: a field annotation
 is a string's or not, a receiver reaches the class or not; a finding is expected unless both.

@@ -23,7 +23,6 @@ import ast
 
 from torchport.check._patterns import lazy_pattern
 from torchport.check.semantic._binding import BindingKind
-from torchport.check.semantic._string_fields import string_device_receiver
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -293,7 +292,9 @@ def known_device_object(expr: ast.expr, ctx: Context) -> bool:
             expr = bound
             continue
         if isinstance(expr, ast.Attribute) and expr.attr == "device":
-            if string_device_receiver(expr.value, ctx):
+            from torchport.check.semantic._string_fields import string_device_receiver
+
+            if string_device_receiver(expr.value, ctx):  # (imported on first use: start-up)
                 return False  # its class (or argparse) says the field is a string
             base = expr.value
             while isinstance(base, ast.Attribute):

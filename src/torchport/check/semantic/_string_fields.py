@@ -109,10 +109,8 @@ def _class_says(node: ast.expr, ctx: Context, depth: int = 0) -> bool:
             return own
     if not isinstance(node, (ast.Name, ast.Attribute)):
         return False
-    from torchport.check.port._project_view import project_owners  # (the fix's view, lazily)
-
-    owned = project_owners(ctx).owner_of(node)
-    return owned is not None and not owned[0] and STRING_DEVICE in owned[1]
+    # (the project view, built on first use: port/_project_view.py)
+    return ctx.project_answer(node, STRING_DEVICE, instance=False) == "string"
 
 
 def _annotated_classes(node: ast.expr | None) -> list[ast.expr]:
