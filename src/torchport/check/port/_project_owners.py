@@ -19,7 +19,10 @@ the project defines): a ``classmethod``/``staticmethod`` with a ``map_location``
 parameter that defaults to None and goes straight to ``torch.load`` (chemprop's
 ``MPNN.load_from_file(path, map_location=None)``). It is recorded as
 ``"<name>(map_location=<i>)"``, ``i`` the parameter's place among the arguments a call
-passes (-1: keyword-only), a spelling no device method has (:func:`loader_place`).
+passes (-1: keyword-only), a spelling no device method has (:func:`loader_place`). A class
+that annotates its ``device`` field as a string (``device: Literal["cpu", "cuda"]``, of its
+own or through a base the project defines) records :data:`~torchport.check.semantic.
+_string_fields.STRING_DEVICE` there too: its instances' ``.device`` is no torch device.
 
 Names a package's ``__init__`` imports from its own modules are its names too
 (re-exports). A name of a project module that cannot be read (a module that does
@@ -34,6 +37,7 @@ from pathlib import Path
 
 from torchport.check.port._models import own_build
 from torchport.check.semantic import BindingKind
+from torchport.check.semantic._string_fields import STRING_DEVICE, declares_string_field
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -120,6 +124,8 @@ def _own(cls: ast.ClassDef, ctx: Context) -> set[str]:
                 loaders.add(f"{stmt.name}(map_location={place})")
         elif isinstance(stmt, ast.Assign):
             found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    if declares_string_field(cls, "device"):
+        loaders.add(STRING_DEVICE)  # `device: str`: its `.device` is no torch device
     return (found & DEVICE_METHODS) | loaders
 
 

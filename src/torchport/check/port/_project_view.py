@@ -14,6 +14,7 @@ import ast
 from torchport.check._context import Context
 from torchport.check.port._project import ProjectImports, complete, project_imports
 from torchport.check.port._project_owners import UNRESOLVED, decide
+from torchport.check.semantic._string_fields import STRING_DEVICE
 
 __all__ = ["project_answer", "project_methods", "project_of", "project_owners"]
 
@@ -43,11 +44,16 @@ def project_owners(ctx: Context) -> ProjectImports:
 def project_answer(expr: ast.expr, method: str, ctx: Context, *, instance: bool) -> str | None:
     """``"torch"``, ``"other"``, ``"unknown"`` (:func:`decide`) for a name or ``alias.name``
     bound by an import of the project's own modules, or a name bound by nothing in a file
-    with a star import of one (an unreadable one: ``"other"``); None: no project's name."""
+    with a star import of one (an unreadable one: ``"other"``); None: no project's name.
+    Asked for :data:`STRING_DEVICE` of a class (``instance`` False): ``"string"`` where it
+    annotates its ``device`` field as a string (``semantic/_string_fields.py``), else
+    ``"unknown"``."""
     project = project_owners(ctx)
     owned = project.owner_of(expr)
     if owned is None and isinstance(expr, ast.Name) and project.star_unresolved:
         owned = UNRESOLVED
+    if owned is not None and method == STRING_DEVICE:
+        return "string" if not owned[0] and STRING_DEVICE in owned[1] else "unknown"
     return None if owned is None else decide(owned, method, instance)
 
 

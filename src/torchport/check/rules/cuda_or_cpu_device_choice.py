@@ -10,7 +10,7 @@ from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cpu_or_cuda_only import only_cpu_or_cuda
-from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
+from torchport.check.rules._cuda_choice import foreign_device, moves_to_cuda, tests_cuda
 from torchport.check.rules._idle_choices import decides_nothing
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
@@ -146,8 +146,8 @@ def _chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
     if not (falls_back or moves_to_cuda(node, ctx, timing=True)):
         return False
-    if tests_other_accelerators(node, ctx):
-        return False  # `elif torch.backends.mps.is_available():` already looks further
+    if tests_other_accelerators(node, ctx) or foreign_device(node, ctx):
+        return False  # `elif torch.backends.mps...` looks further; XGBoost's `device=`
     return device_guard(node, ctx) is not Guard.DEVICE_TYPE
 
 

@@ -27,7 +27,10 @@ class DeviceComparedWithString(Rule):
     `dev != "cpu"`, `x.device in ("cuda", "mps")`, where the left side is
     certainly a `torch.device` (a tensor's `.device`, a `torch.device(...)`, or
     a name bound to one). Comparisons whose left side may be a string
-    (`args.device`, `self.device`) are left to TP902, which runs only when selected.
+    (`args.device`, `self.device`) are left to TP902, which runs only when selected, and
+    so is `X.device` where the program says it is a string: `X`'s class (a dataclass, a
+    pydantic model, the file's or one import away) annotates `device: str` or
+    `Literal["cpu", "cuda"]`, or `X` is an argparse namespace whose `--device` has no `type=`.
 
     ## Why is this bad?
     A `torch.device` never equals a string: `torch.device("cuda") == "cuda"` is

@@ -18,7 +18,7 @@ from torchport.check._match import (
     takes_a_device,
 )
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import default_never_runs, left_alone
+from torchport.check.rules._cuda_choice import default_never_runs, foreign_device, left_alone
 from torchport.check.rules._cuda_device_fixes import dot_cuda_to_device, replace_device
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -189,7 +189,7 @@ def _torch_device(
 def _cuda_device_arguments(rule: Rule, node: ast.Call, ctx: Context) -> Iterator[partial[Finding]]:
     """``.to("cuda")`` and ``device="cuda"`` given to a call (each finding made when called)."""
     targets = [node.args[0]] if method_name(node) == "to" and node.args else []
-    targets += device_keywords(node)
+    targets += [t for t in device_keywords(node) if not foreign_device(t, ctx, node)]
     for target in targets:
         if (value := cuda_choice(target, ctx)) is not None:
             if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):

@@ -292,6 +292,10 @@ def known_device_object(expr: ast.expr, ctx: Context) -> bool:
             expr = bound
             continue
         if isinstance(expr, ast.Attribute) and expr.attr == "device":
+            from torchport.check.semantic._string_fields import string_device_receiver
+
+            if string_device_receiver(expr.value, ctx):  # (imported on first use: start-up)
+                return False  # its class (or argparse) says the field is a string
             base = expr.value
             while isinstance(base, ast.Attribute):
                 base = base.value
