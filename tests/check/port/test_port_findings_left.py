@@ -30,7 +30,7 @@ from tests.check.port.siblings import load
 from torchport.check._engine import check_text, ruleset_for
 from torchport.check._fix import FixOutcome
 from torchport.check._rule import Finding
-from torchport.check.port._rewrite import PORT_SELECT, port_text
+from torchport.check.port._rewrite import PORT_REPORTS, PORT_SELECT, port_text
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
 port_programs = load("port_programs_for_findings_left", Path(__file__).parent / "port_programs.py")
@@ -67,7 +67,7 @@ def _said(findings: list[Finding]) -> list[tuple[str, object]]:
 
 def _left_is_the_ported_text_s(source: str) -> FixOutcome:
     ported = port_text(source, "prog.py")
-    again = check_text(ported.source, "prog.py", ruleset_for(PORT_SELECT, None))
+    again = check_text(ported.source, "prog.py", ruleset_for((*PORT_SELECT, *PORT_REPORTS), None))
     assert _said(ported.remaining) == _said(again.findings), ported.source
     assert port_text(ported.source, "prog.py").source == ported.source  # a fixed point
     return ported
@@ -78,7 +78,9 @@ def test_a_finding_only_the_second_check_makes_is_reported(code: str) -> None:
     source = _CLASS.format(name=_WRITES[code], body=_FORWARDS[code])
     ported = _left_is_the_ported_text_s(source)
     assert dict(ported.fixed) == {code: 1}  # one in-place fix, nothing else
-    before = check_text(source, "prog.py", ruleset_for(PORT_SELECT, None)).findings
+    before = check_text(
+        source, "prog.py", ruleset_for((*PORT_SELECT, *PORT_REPORTS), None)
+    ).findings
     built = source.splitlines().index("        self.norm = nn.LayerNorm(4)") + 1
     # The case is a counterexample only while round 1 says nothing of that line and
     # the second check does; if the analysis changes, find another before any skip.
