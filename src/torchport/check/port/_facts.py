@@ -148,7 +148,9 @@ class PortFacts:
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
             self.module.reach |= {n for n in scope.reach if n not in scope.local}
+            self.module.guess_reach |= {n for n in scope.guess_reach if n not in scope.local}
         self.flow.propagate(self.module)
+        self.flow.propagate(self.module, guess=True)
         self.has_models = (
             raw
             or bool(self.class_models)
@@ -343,6 +345,7 @@ class PortFacts:
         found = False
         for names, made in grad_leaves(scope, self.ctx.qualname):
             scope.values.update(names)
+            scope.given.update(names)
             scope.sink_nodes.add(id(made))
             found = True
         return found
