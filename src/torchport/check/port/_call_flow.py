@@ -129,8 +129,9 @@ def _guess_seeds(
     flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]
 ) -> list[PortScope]:
     """Mark each seeded parameter guessed or not (``_guesses``): guessed where no call site
-    hands it a known device value, or one hands it a value the port cannot place (host data
-    the caller's code shows, an item of a loop's variable). The callees whose mark changed."""
+    hands it a known device value, or one hands it a guessed one, or a value the port cannot
+    place (host data the caller's code shows, an item of a loop's variable). The callees
+    whose mark changed."""
     known: dict[tuple[int, str], bool] = {}
     unplaced: dict[tuple[int, str], bool] = {}
     targets: dict[int, PortScope] = {}
@@ -141,8 +142,12 @@ def _guess_seeds(
                 continue
             targets[id(target)] = target
             device = flow.on_device(arg, scope)
-            known[key] = known.get(key, False) or (device and known_on_device(flow, arg, scope))
-            unplaced[key] = unplaced.get(key, False) or (not device and _unplaced(arg, flow, scope))
+            sure = device and known_on_device(flow, arg, scope)
+            known[key] = known.get(key, False) or sure
+            # a guessed device value handed on is a guess there too
+            unplaced[key] = unplaced.get(key, False) or (
+                not sure if device else _unplaced(arg, flow, scope)
+            )
     changed: dict[int, PortScope] = {}
     for key, is_known in known.items():
         target = targets[key[0]]
