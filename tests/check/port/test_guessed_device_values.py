@@ -132,7 +132,8 @@ def test_the_two_reproducers_are_reported_not_moved() -> None:
     both = (
         _HEAD + f"DEVICE = {_CUDA_OR_CPU}\n" + _CONSTANTS + "\n\ndef norm(image):\n"
         "    return image - MEAN\n\n\ndef show(kept):\n    total = 0.0\n"
-        "    for item in kept:\n        image = item[0]\n        total += float(norm(image).sum())\n"
+        "    for item in kept:\n        image = item[0]\n"
+        "        total += float(norm(image).sum())\n"
         "    return total\n\n\ndef main():\n    model = nn.Linear(3, 3).to(DEVICE)\n"
         "    x = torch.randn(4, 3).to(DEVICE)\n    kept = [[x[i].cpu(), 1.0] for i in range(4)]\n"
         "    OUT.append(torch.tensor(show(kept)))\n    OUT.append(model(norm(x)).detach().cpu())\n"

@@ -125,6 +125,11 @@ class PortScope:
     guess_nodes: set[int] = field(default_factory=set)  # ids meeting only guessed values
     _values: dict[str, list[ast.expr]] | None = None
 
+    def give(self, names: list[str]) -> None:
+        """Make ``names`` device values from outside the flow's own run (``given`` too)."""
+        self.values.update(names)
+        self.given.update(names)
+
     def values_of(self, name: str) -> list[ast.expr]:
         """The values this scope assigns to ``name`` (built once, on first use)."""
         if self._values is None:

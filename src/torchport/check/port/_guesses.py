@@ -34,6 +34,7 @@ __all__ = [
     "guessing",
     "known_on_device",
     "meets_known",
+    "share_with_module",
     "unpacked",
 ]
 
@@ -128,3 +129,14 @@ def guess_message(flow: DeviceFlow, made: ast.AST, names: set[str]) -> str:
 
 def _names(expr: ast.AST) -> list[ast.Name]:
     return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def share_with_module(flow: DeviceFlow, scopes: list[PortScope]) -> None:
+    """Spread the module-level names functions' meetings reach to the module: those of
+    known meetings to its reach, those of guessed ones to its guessed reach."""
+    module = scopes[0]
+    for scope in scopes[1:]:
+        module.reach |= {n for n in scope.reach if n not in scope.local}
+        module.guess_reach |= {n for n in scope.guess_reach if n not in scope.local}
+    flow.propagate(module)
+    flow.propagate(module, guess=True)
