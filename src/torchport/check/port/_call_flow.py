@@ -32,6 +32,7 @@ import ast
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope
+from torchport.check.port._guesses import known_on_device
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -72,10 +73,15 @@ def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
             return raw
         flow.host_calls |= found
         flow.operands.clear()  # (the list `facts.operands` is)
+        flow.guesses.clear()
         flow.device_calls.clear()
         for scope in facts.scopes:  # (not `moved`: syntax only, in-place moves included)
             if not scope.internal:
                 scope.values.clear()
+                scope.given.clear()
+                scope.guess_seeds.clear()
+                scope.guess_reach.clear()
+                scope.guess_nodes.clear()
                 scope.reach.clear()
                 scope.sink_nodes.clear()
                 scope.reach_values.clear()
@@ -94,6 +100,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             for param, arg in _handed(call, params, target):
                 if param not in target.values and flow.on_device(arg, scope):
                     target.values.add(param)
+                    target.given.add(param)
                     seeded.add((id(target), param))
                     dirty[id(target)] = target
             if id(target) not in returning and _returns_device(flow, target):
@@ -101,6 +108,8 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             if id(target) in returning and id(call) not in flow.device_calls:
                 flow.device_calls.add(id(call))  # what it returns meets what the call meets
                 dirty[id(scope)] = scope
+        for target in _guess_seeds(flow, calls, seeded):
+            dirty[id(target)] = target
         if not dirty:
             break
         for target in dirty.values():
@@ -108,8 +117,61 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
     for call, scope, params, target in calls:
         for param, arg in _handed(call, params, target):
             if (id(target), param) in seeded and not flow.on_device(arg, scope):
-                flow.operands.append((arg, scope))
-                flow.mark(arg, scope.reach, scope.sink_nodes)
+                if param in target.guess_seeds:  # its callee moves nothing for it: neither here
+                    flow.guesses.append((arg, scope, call))
+                    flow.mark(arg, scope.guess_reach, scope.guess_nodes)
+                else:
+                    flow.operands.append((arg, scope))
+                    flow.mark(arg, scope.reach, scope.sink_nodes)
+
+
+def _guess_seeds(
+    flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]
+) -> list[PortScope]:
+    """Mark each seeded parameter guessed or not (``_guesses``): guessed where no call site
+    hands it a known device value, or one hands it a guessed one, or a value the port cannot
+    place (host data the caller's code shows, an item of a loop's variable). The callees
+    whose mark changed."""
+    known: dict[tuple[int, str], bool] = {}
+    unplaced: dict[tuple[int, str], bool] = {}
+    targets: dict[int, PortScope] = {}
+    for call, scope, params, target in calls:
+        for param, arg in _handed(call, params, target):
+            key = (id(target), param)
+            if key not in seeded:
+                continue
+            targets[id(target)] = target
+            device = flow.on_device(arg, scope)
+            sure = device and known_on_device(flow, arg, scope)
+            known[key] = known.get(key, False) or sure
+            # a guessed device value handed on is a guess there too
+            unplaced[key] = unplaced.get(key, False) or (
+                not sure if device else _unplaced(arg, flow, scope)
+            )
+    changed: dict[int, PortScope] = {}
+    for key, is_known in known.items():
+        target = targets[key[0]]
+        guess = not is_known or unplaced[key]
+        if guess != (key[1] in target.guess_seeds):
+            (target.guess_seeds.add if guess else target.guess_seeds.discard)(key[1])
+            changed[key[0]] = target
+    return list(changed.values())
+
+
+def _unplaced(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int = 0) -> bool:
+    """Host data by the caller's own code, or an item read out of a loop's variable (or a
+    name bound only to such, ``image = item[0]``)."""
+    base = arg
+    while isinstance(base, ast.Subscript | ast.Attribute):
+        base = base.value
+    if isinstance(base, ast.Name) and base.id in scope.loop_bound:
+        return True
+    if _host(arg, flow, scope, _own_self(scope), 0):
+        return True
+    if not isinstance(arg, ast.Name) or arg.id not in scope.local or depth >= _DEPTH:
+        return False
+    made = scope.values_of(arg.id)
+    return bool(made) and all(_unplaced(v, flow, scope, depth + 1) for v in made)
 
 
 def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from torchport.check.port._calls import grad_leaf, grad_maker, grad_source
 from torchport.check.port._device_flow import PortScope
+from torchport.check.port._guesses import known_on_device
 from torchport.check.port._models import QualName
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -53,11 +54,15 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
                     flow.operands.append((arg, scope))
                     flow.mark(arg, scope.reach, scope.sink_nodes)
             continue
+        # given only device values the flow guesses (`_guesses`): reported, not moved
+        known = any(known_on_device(flow, a, scope) for a in args) and not (
+            isinstance(body, _FUNCTIONS) and facts.scope_of_function(body).guessed
+        )
         for n in ast.walk(body):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own:
                 holder = outer if n.id in outer.local else facts.module
                 if n.id not in holder.models and n.id not in facts.functions:
-                    holder.reach.add(n.id)
+                    (holder.reach if known else holder.guess_reach).add(n.id)
 
 
 def mark_model_state(facts: PortFacts, scope: PortScope) -> None:

@@ -35,6 +35,8 @@ from torchport.check.port._collected import (
     every_read_collects,
 )
 from torchport.check.port._data_copies import DataCopies
+from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
+from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -115,7 +117,18 @@ class PortScope:
     assigns: list[tuple[list[ast.expr], ast.expr]] = field(default_factory=list)
     loop_bound: set[str] = field(default_factory=set)  # names bound by for/with targets
     loops: list[ast.AST] = field(default_factory=list)  # its for loops and comprehensions
+    # Device values only guessed (`_guesses`): what meets only those is reported, not moved.
+    given: set[str] = field(default_factory=set)  # made device values from outside `run`
+    guess_seeds: set[str] = field(default_factory=set)  # parameters some callers give host data
+    guessed: set[str] = field(default_factory=set)
+    guess_reach: set[str] = field(default_factory=set)
+    guess_nodes: set[int] = field(default_factory=set)  # ids meeting only guessed values
     _values: dict[str, list[ast.expr]] | None = None
+
+    def give(self, names: list[str]) -> None:
+        """Make ``names`` device values from outside the flow's own run (``given`` too)."""
+        self.values.update(names)
+        self.given.update(names)
 
     def values_of(self, name: str) -> list[ast.expr]:
         """The values this scope assigns to ``name`` (built once, on first use)."""
@@ -166,6 +179,8 @@ class DeviceFlow:
         # Own calls returning only host data (`hist = train(model, x)` of floats): _call_flow.
         self.host_calls: set[int] = set()
         self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
+        # (operand, scope, where it meets only guessed device values): reported (_guesses).
+        self.guesses: list[tuple[ast.expr, PortScope, ast.AST]] = []
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -283,7 +298,7 @@ class DeviceFlow:
         values = scope.values_of(expr.id) if expr.id in scope.local else []
         return bool(values) and all(follows_a_tensor(v) for v in values)
 
-    def _operands(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
+    def operands_of(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
@@ -291,8 +306,8 @@ class DeviceFlow:
                 # `policy(state)`: not the positions the forward makes its own tensor of
                 converted = self.models.converted_inputs(node)
                 return [a for i, a in enumerate(args) if i not in converted] if converted else args
-            if self._partial_of_a_model(node, scope) or self._model_from_a_literal(
-                node.func, scope
+            if partial_of_a_model(node, scope, self.ctx, self.models) or model_from_a_literal(
+                node.func, scope, self.ctx, self.models
             ):
                 return args
             func = node.func
@@ -334,46 +349,6 @@ class DeviceFlow:
             return []
         return [o for o in operands if o not in devices]
 
-    def _partial_of_a_model(self, call: ast.Call, scope: PortScope) -> bool:
-        """``f(x)`` where ``f = functools.partial(step, model)``: ``x`` goes to where the model
-        runs, so it meets the model as a forward's input does (the partial itself is
-        reported: what ``step`` does with them, the port does not follow)."""
-        func = call.func
-        if not isinstance(func, ast.Name):
-            return False
-        found = self.ctx.scopes.bindings(func.id, func)
-        value = found[0].value if len(found) == 1 else None
-        return (
-            isinstance(value, ast.Call)
-            and self.ctx.qualname(value.func) == "functools.partial"
-            and any(
-                self.models.builds_model(a, scope)
-                for a in [*value.args[1:], *(k.value for k in value.keywords)]
-            )
-        )
-
-    def _model_from_a_literal(self, func: ast.expr, scope: PortScope) -> bool:
-        """``m(x)`` with ``for m in [model]``, or ``models["a"](x)`` with ``models = {"a":
-        model}``: a model taken back out of a literal holding one. ``x`` meets it as a
-        forward's input does (the container is still reported: TP523)."""
-        scopes = self.ctx.scopes
-        holder: ast.expr | None = None
-        if isinstance(func, ast.Name):
-            found = scopes.bindings(func.id, func)
-            loop = scopes.parent(found[0].node) if len(found) == 1 else None
-            if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.target is found[0].node:
-                holder = loop.iter
-        elif isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
-            found = scopes.bindings(func.value.id, func.value)
-            holder = found[0].value if len(found) == 1 else None
-        if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
-            items = list(holder.elts)
-        elif isinstance(holder, ast.Dict):
-            items = list(holder.values)
-        else:
-            return False
-        return any(self.models.builds_model(i, scope) for i in items)
-
     def _only_collected(self, holder: ast.expr) -> bool:
         """Whether ``holder`` is a name whose every read in the file appends to it (or asks
         its ``len``, or tests it ``is None``): a list of records (``OUT.append((name, out))``)
@@ -389,12 +364,55 @@ class DeviceFlow:
 
     def run(self, scope: PortScope) -> None:
         """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""
+        self.fixed_point(scope, scope.values, unpack=True)
+        scope.guessed = guessed_values(self, scope) if guessing(scope) else set()
+        guessed = scope.guessed
         values = scope.values
+        # The flow is flow-insensitive: a name is a device value wherever one binding
+        # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`
+        # and `prev = torch.zeros(...)`): what they bind meets what the name meets, so it
+        # is moved where it is made, or reported. A name the code moves itself is not.
+        for targets, value in scope.assigns:
+            if any(
+                isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
+                for t in targets
+            ) and not self.on_device(value, scope):
+                known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
+                self._meet(value, scope, None if known else value)
+        lambda_params = {
+            p.arg
+            for node in scope.nodes
+            if isinstance(node, ast.Lambda)
+            for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+        }
+        for node in [n for n in scope.nodes if n.__class__ in _COMBINE]:  # (others: none)
+            operands = self.operands_of(node, scope)
+            meeting = node if operands and guessed and not meets_known(self, node, scope) else None
+            for operand in operands:
+                if isinstance(operand, ast.Name) and operand.id in lambda_params:
+                    continue  # what a lambda is called with: its call sites answer (_captured)
+                self._meet(operand, scope, meeting)
+        self.propagate(scope)
+        self.propagate(scope, guess=True)
+
+    def _meet(self, operand: ast.expr, scope: PortScope, meeting: ast.AST | None) -> None:
+        """``operand`` meets a device value (at ``meeting``, where that value is only guessed:
+        then it is marked apart, to be reported and not moved; see ``_guesses``)."""
+        if meeting is None:
+            self.operands.append((operand, scope))
+            self.mark(operand, scope.reach, scope.sink_nodes)
+        else:
+            self.guesses.append((operand, scope, meeting))
+            self.mark(operand, scope.guess_reach, scope.guess_nodes)
+
+    def fixed_point(self, scope: PortScope, values: set[str], *, unpack: bool) -> None:
+        """The fixed point of ``scope``'s device values (``unpack``: items unpacked from a
+        container are taken for them too; without it, only what is known, see ``_guesses``)."""
         changed = True
         while changed:  # device values: a fixed point over the scope's bindings
             changed = False
             for targets, value in scope.assigns:
-                if self.on_device(value, scope):
+                if self.on_device(value, scope) and (unpack or not unpacked(targets, value, scope)):
                     for target in targets:
                         for name in names_of(target):
                             if name not in values:
@@ -404,7 +422,11 @@ class DeviceFlow:
                     for target in targets:
                         scope.moved.update(names_of(target))
             for node in scope.nodes:
-                if isinstance(node, (ast.For, ast.AsyncFor)) and self.on_device(node.iter, scope):
+                if (
+                    isinstance(node, (ast.For, ast.AsyncFor))
+                    and self.on_device(node.iter, scope)
+                    and (unpack or not unpacked([node.target], node.iter, scope))
+                ):
                     for name in names_of(node.target):
                         if name not in values:
                             values.add(name)
@@ -417,31 +439,6 @@ class DeviceFlow:
                 ):
                     values.add(holder)
                     changed = True
-        # The flow is flow-insensitive: a name is a device value wherever one binding
-        # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`
-        # and `prev = torch.zeros(...)`; `a = w + x` and later `a = torch.ones(1)`): what
-        # they bind meets what the name meets, so it is moved where it is made, or reported.
-        # A name the code moves itself (`h = torch.zeros(..)` then `h = h.to(device)`) is not.
-        for targets, value in scope.assigns:
-            if any(
-                isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
-                for t in targets
-            ) and not self.on_device(value, scope):
-                self.operands.append((value, scope))
-                self.mark(value, scope.reach, scope.sink_nodes)
-        lambda_params = {
-            p.arg
-            for node in scope.nodes
-            if isinstance(node, ast.Lambda)
-            for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
-        }
-        for node in [n for n in scope.nodes if n.__class__ in _COMBINE]:  # (others: none)
-            for operand in self._operands(node, scope):
-                if isinstance(operand, ast.Name) and operand.id in lambda_params:
-                    continue  # what a lambda is called with: its call sites answer (_captured)
-                self.operands.append((operand, scope))
-                self.mark(operand, scope.reach, scope.sink_nodes)
-        self.propagate(scope)
 
     def _makes_object(self, func: ast.expr) -> bool:
         """Whether calling ``func`` builds an object (a class: ``Dataset(...)``), not a tensor."""
@@ -451,18 +448,20 @@ class DeviceFlow:
         name = self.ctx.qualname(func) or ""
         return not name.startswith("torch.") or name.startswith("torch.utils.data.")
 
-    def propagate(self, scope: PortScope) -> None:
-        """Spread ``scope``'s reach back through its assignments (a fixed point)."""
-        reach = scope.reach
+    def propagate(self, scope: PortScope, *, guess: bool = False) -> None:
+        """Spread ``scope``'s reach (``guess``: its guessed reach) back through its
+        assignments (a fixed point)."""
+        reach = scope.guess_reach if guess else scope.reach
+        ids = scope.guess_nodes if guess else scope.reach_values
         changed = True
         while changed:
             changed = False
             for targets, value in scope.assigns:
                 names = [n for t in targets for n in names_of(t)]
                 if any(n in reach and n not in scope.moved for n in names):
-                    before = len(reach) + len(scope.reach_values)
-                    self.mark(value, reach, scope.reach_values)
-                    if len(reach) + len(scope.reach_values) != before:
+                    before = len(reach) + len(ids)
+                    self.mark(value, reach, ids)
+                    if len(reach) + len(ids) != before:
                         changed = True
 
     def mark(self, expr: ast.AST, names: set[str], ids: set[int]) -> None:

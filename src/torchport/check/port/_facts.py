@@ -51,6 +51,7 @@ from torchport.check.port._choices import deliberate_cpu, flag_placement, own_pl
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._global_values import share_globals
+from torchport.check.port._guesses import share_with_module
 from torchport.check.port._instances import HostMethods, converted_inputs
 from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._models import ModelKnowledge, library_driven
@@ -145,10 +146,8 @@ class PortFacts:
         for scope in self.scopes[1:]:  # what a lambda or closure captured reaches there too
             if not scope.internal:
                 self.flow.propagate(scope)
-        # Module-level names that functions feed to the model reach it too.
-        for scope in self.scopes[1:]:
-            self.module.reach |= {n for n in scope.reach if n not in scope.local}
-        self.flow.propagate(self.module)
+        # Module-level names that functions feed to the model reach it too (and guesses).
+        share_with_module(self.flow, self.scopes)
         self.has_models = (
             raw
             or bool(self.class_models)
@@ -342,7 +341,7 @@ class PortFacts:
         """
         found = False
         for names, made in grad_leaves(scope, self.ctx.qualname):
-            scope.values.update(names)
+            scope.give(names)
             scope.sink_nodes.add(id(made))
             found = True
         return found

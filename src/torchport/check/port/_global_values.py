@@ -37,6 +37,7 @@ def share_globals(facts: PortFacts) -> None:
                 owner = _owner(name, scope, declared[id(scope)], facts.module)
                 if owner is not None and name not in owner.values and not owner.internal:
                     owner.values.add(name)
+                    owner.given.add(name)
                     given.setdefault(id(owner), (owner, set()))[1].add(name)
         if not given:
             return
@@ -49,6 +50,7 @@ def share_globals(facts: PortFacts) -> None:
                     if reader is not None and not reader.internal and reader is not owner:
                         if owner is facts.module and name in declared.get(id(reader), ()):
                             reader.values.add(name)  # `global last` read where it is bound too
+                            reader.given.add(name)
                         dirty[id(reader)] = reader
         for scope in dirty.values():
             facts.flow.run(scope)

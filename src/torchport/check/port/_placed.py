@@ -19,12 +19,14 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["placed_by_the_port", "to_place"]
+__all__ = ["only_guessed", "placed_by_the_port", "to_place"]
 
 
 def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
     """Whether TP503 fixes ``node``, a torch creator, to make its tensor on the device."""
     chosen = to_place(node, facts, helpers=False)
+    if chosen is not None and only_guessed(node, facts):
+        return False  # reported, not moved (`_guesses`)
     found = facts.device_at(node) if chosen is not None else None
     if chosen is None or found is None:
         return False
@@ -77,7 +79,20 @@ def _reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
     if scope is None or scope.internal:
         return False
     key = id(node)
-    return key in scope.sink_nodes or key in scope.reach_values
+    return key in scope.sink_nodes or key in scope.reach_values or key in scope.guess_nodes
+
+
+def only_guessed(node: ast.AST, facts: PortFacts) -> bool:
+    """Whether ``node`` meets only device values the flow guesses (``_guesses``): the port
+    reports it and does not move it."""
+    scope = facts.scope_of.get(id(node))
+    key = id(node)
+    return (
+        scope is not None
+        and key in scope.guess_nodes
+        and key not in scope.sink_nodes
+        and key not in scope.reach_values
+    )
 
 
 def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:

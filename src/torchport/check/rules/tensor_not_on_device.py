@@ -108,10 +108,16 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        from torchport.check.port._placed import to_place  # on first use
+        from torchport.check.port._placed import only_guessed, to_place  # on first use
 
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:
+            return
+        if only_guessed(node, facts):  # meets only values some paths leave on the host
+            from torchport.check.port._guesses import guess_message
+
+            message = guess_message(facts.flow, node, _bound(node, facts))
+            yield ctx.finding(self, node, message=message)
             return
         name, cast, helper = chosen
         found = facts.device_at(node)
@@ -121,6 +127,18 @@ class TensorNotOnDevice(Rule):
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
+
+
+def _bound(node: ast.AST, facts: PortFacts) -> set[str]:
+    """The names the statement holding ``node`` binds (``MEAN = torch.tensor(...)``)."""
+    from torchport.check.port._device_flow import names_of
+
+    up: ast.AST | None = node
+    while up is not None and not isinstance(up, ast.Assign | ast.AnnAssign | ast.stmt):
+        up = facts.parents.get(id(up))
+    if isinstance(up, ast.Assign):
+        return {n for t in up.targets for n in names_of(t)}
+    return set(names_of(up.target)) if isinstance(up, ast.AnnAssign) else set()
 
 
 def _placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:

@@ -1,0 +1,142 @@
+"""Device values the flow only guesses: what meets only those is reported, never moved.
+
+The flow is flow-insensitive: a value is a device value once one path makes it one. Two
+such values are guesses, and a port that moves what meets them turns a program that runs
+into one that breaks (issue 31):
+
+* a parameter that some callers hand a value the port cannot place on the device (a
+  ``.cpu()`` copy, an item of a list of them, by what the caller's code shows: a value
+  ``_call_flow`` reads as host data, or an item read out of a loop's variable), or that
+  no caller hands a known device value (``norm(image)`` called from the program's device
+  path and from its host path: the constant ``norm`` subtracts must stay where it is);
+* an item unpacked from a container (``conf, image, label = errors[i]``, ``for a, b in
+  pairs``, ``image = record[1]`` of a loop's record): the flow does not follow positions,
+  so a record mixing a device value and a ``.cpu()`` copy makes every item a device value.
+
+The invariant: the port moves a tensor to meet a value only where a value known to be on
+the device is met there. Where the device operands of a meeting are only guessed ones, the
+other operands are marked apart (``PortScope.guess_reach``/``guess_nodes``, not the sinks
+every fix reads): nothing is moved for them, and TP503 reports a tensor made there, naming
+the meeting (:func:`guess_message`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._device_flow import DeviceFlow, PortScope
+
+__all__ = [
+    "guess_message",
+    "guessed_values",
+    "guessing",
+    "known_on_device",
+    "meets_known",
+    "share_with_module",
+    "unpacked",
+]
+
+
+def unpacked(targets: list[ast.expr], value: ast.expr, scope: PortScope) -> bool:
+    """Whether ``targets = value`` (or ``for targets in value``) reads items out of a record
+    by position: a tuple target, or a name given a constant index of a loop's variable."""
+    if isinstance(value, ast.Subscript):
+        if isinstance(value.slice, ast.Slice):
+            return False  # a slice: still the container, not an item of it
+        base = value.value
+        if not any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):
+            held = base.id if isinstance(base, ast.Name) else None
+            return isinstance(value.slice, ast.Constant) and held in scope.loop_bound
+    elif isinstance(value, ast.Name):
+        if not any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):
+            return False
+        base = value
+    else:
+        return False  # `out, h = model(x)`: a call's own result, not a container's item
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return True  # `self.records[i]`: where the records come from is not shown here
+    made = scope.values_of(base.id) if base.id not in scope.loop_bound else []
+    # `outs = model(x)` then `h, c = outs[1]`: a forward's own outputs are on the device
+    return not made or not all(isinstance(v, ast.Call) for v in made)
+
+
+def guessing(scope: PortScope) -> bool:
+    """Whether ``scope`` holds a guess: a guessed parameter or an unpacked item."""
+    if scope.guess_seeds:
+        return True
+    if any(unpacked(t, v, scope) for t, v in scope.assigns):
+        return True
+    return any(
+        isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
+        for n in scope.nodes
+    )
+
+
+def guessed_values(flow: DeviceFlow, scope: PortScope) -> set[str]:
+    """The names of ``scope``'s device values that are only guessed (its values short of
+    those known: the given ones but the guessed parameters, and what follows from them
+    without unpacking items)."""
+    full = scope.values
+    known = scope.given - scope.guess_seeds
+    scope.values = known
+    try:
+        flow.fixed_point(scope, known, unpack=False)
+    finally:
+        scope.values = full
+    return full - known
+
+
+def known_on_device(flow: DeviceFlow, expr: ast.expr, scope: PortScope) -> bool:
+    """Whether ``expr`` is a device value in ``scope`` leaving its guessed values out."""
+    if not scope.guessed:
+        return flow.on_device(expr, scope)
+    full = scope.values
+    scope.values = full - scope.guessed
+    try:
+        return flow.on_device(expr, scope)
+    finally:
+        scope.values = full
+
+
+def meets_known(flow: DeviceFlow, node: ast.AST, scope: PortScope) -> bool:
+    """Whether ``node`` combines a known device value (or a model) with its other operands."""
+    full = scope.values
+    scope.values = full - scope.guessed
+    try:
+        return bool(flow.operands_of(node, scope))
+    finally:
+        scope.values = full
+
+
+def guess_message(flow: DeviceFlow, made: ast.AST, names: set[str]) -> str:
+    """TP503's message for a tensor that meets only guessed device values: the meeting
+    (the first one that reads one of ``names``, the names the tensor is bound to)."""
+    meetings = [m for o, _, m in flow.guesses if names & {n.id for n in _names(o)}]
+    meeting = meetings[0] if meetings else (flow.guesses[0][2] if flow.guesses else made)
+    text = ast.unparse(meeting)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return (
+        f"this tensor meets, at `{text}`, a value only some of the program's paths put on "
+        "the device (a parameter some callers give host data, or an item unpacked from a "
+        "record that may mix device values and host copies): the port does not move it; "
+        "move it with `.to(x.device)` where it meets a tensor `x`, or keep both on one device"
+    )
+
+
+def _names(expr: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def share_with_module(flow: DeviceFlow, scopes: list[PortScope]) -> None:
+    """Spread the module-level names functions' meetings reach to the module: those of
+    known meetings to its reach, those of guessed ones to its guessed reach."""
+    module = scopes[0]
+    for scope in scopes[1:]:
+        module.reach |= {n for n in scope.reach if n not in scope.local}
+        module.guess_reach |= {n for n in scope.guess_reach if n not in scope.local}
+    flow.propagate(module)
+    flow.propagate(module, guess=True)
