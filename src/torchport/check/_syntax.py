@@ -114,12 +114,30 @@ def keep_parsed(path: str, source: str, tree: ast.Module, scopes: object | None)
 
     ``tree`` must be ``ast.parse(source)`` unchanged, and ``scopes`` built on it
     from the tree alone: whoever takes them gets what its own parse would have made.
+    ``scopes`` is handed over: the caller keeps no use of it (``_project.module_facts``'s
+    facts hold none of its objects). What no parse takes (pushed out, replaced, left
+    unadopted, its text changed) is released here (:func:`_drop`): no cycle of its
+    bindings and scopes is left for the collector.
     """
     key = real_path(path)
+    old = _KEPT.get(key)
     _KEPT[key] = (source, tree, scopes)
     _KEPT.move_to_end(key)
+    if old is not None and old[2] is not scopes:
+        _drop(old[2])
     while len(_KEPT) > _KEPT_MAX:
-        _KEPT.popitem(last=False)
+        _drop(_KEPT.popitem(last=False)[1][2])
+
+
+def _drop(scopes: object | None) -> None:
+    """Release ``scopes``, kept here and taken by no parse (its ``release()``: a Context's).
+
+    Invariant: whatever reaches this was held by these stores alone (keep_parsed's contract;
+    tests/check/test_syntax_kept.py holds that nothing else refers to it when it is dropped).
+    """
+    release = getattr(scopes, "release", None)
+    if release is not None:
+        release()
 
 
 # Trees of files already checked in this run, newest last, for a project view that reads
@@ -181,7 +199,9 @@ def kept_for(tree: ast.Module) -> object | None:
 
 def offer_scopes(tree: ast.Module, scopes: object) -> None:
     """Hand ``scopes``, built on ``tree``, to the next :func:`adopt_scopes` of it."""
-    _ADOPT[:] = [(tree, scopes)]
+    while _ADOPT:
+        _drop(_ADOPT.pop()[1])
+    _ADOPT.append((tree, scopes))
 
 
 def adopt_scopes(tree: ast.Module) -> object | None:
@@ -202,13 +222,16 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module:
             when the failing line uses syntax of a newer Python: its message says
             which feature, which Python, and what to do (run torchport under it).
     """
-    _ADOPT.clear()
+    while _ADOPT:
+        _drop(_ADOPT.pop()[1])  # offered, and not adopted by the walk of its tree
     if _KEPT and not path.startswith("<"):
         kept = _KEPT.pop(real_path(path), None)
         if kept is not None and kept[0] == source:
             if kept[2] is not None:
                 _ADOPT.append((kept[1], kept[2]))
             return kept[1]
+        if kept is not None:
+            _drop(kept[2])  # the file's text changed since
     try:
         if len(source) < _PIECES_FROM:
             return ast.parse(source, filename=path)

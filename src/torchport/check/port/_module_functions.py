@@ -341,36 +341,48 @@ def viewed_parameters(
     positions |= {p.arg: -1 for p in a.kwonlyargs}
     viewed: set[str] = set()
 
-    def views(expr: ast.expr, depth: int = 0) -> bool:
-        if depth > 8:
-            return False
-        while True:
-            if isinstance(expr, ast.Subscript):
-                expr = expr.value
-            elif (
-                isinstance(expr, ast.Call)
-                and isinstance(expr.func, ast.Attribute)
-                and expr.func.attr in _KEEPS_TENSOR
-                and expr.func.attr != "type"
-            ):
-                expr = expr.func.value
-            else:
-                break
-        if not isinstance(expr, ast.Name):
-            return False
-        if expr.id in positions:
-            viewed.add(expr.id)
-            return True
-        values = local_values(func, expr.id)
-        return bool(values) and all(views(v, depth + 1) for v in values or ())
-
     def test(expr: ast.expr) -> bool:
         items = expr.elts if isinstance(expr, ast.Tuple) else [expr]
-        return bool(items) and all(views(e) for e in items)
+        return bool(items) and all(_views(e, func, positions, viewed) for e in items)
 
     if not returns_all(func, test):
         return ()
     return tuple(sorted((positions[name], name) for name in viewed))
+
+
+def _views(
+    expr: ast.expr,
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    positions: dict[str, int],
+    viewed: set[str],
+    depth: int = 0,
+) -> bool:
+    """Whether ``expr`` is a view of a parameter of ``func`` (noted in ``viewed``).
+
+    (A module function, not a closure: a recursive closure holds itself in its own cell,
+    a cycle with ``func`` left for the collector per call.)
+    """
+    if depth > 8:
+        return False
+    while True:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in _KEEPS_TENSOR
+            and expr.func.attr != "type"
+        ):
+            expr = expr.func.value
+        else:
+            break
+    if not isinstance(expr, ast.Name):
+        return False
+    if expr.id in positions:
+        viewed.add(expr.id)
+        return True
+    values = local_values(func, expr.id)
+    return bool(values) and all(_views(v, func, positions, viewed, depth + 1) for v in values or ())
 
 
 def makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
