@@ -99,7 +99,7 @@ print(json.dumps([c + [run(ported)] for c, (_, ported) in zip(cpu, jobs)]))
 """
 
 
-def _child(code: str, jobs: list[tuple[str, str]]) -> list[list[list[object]]]:
+def _child(code: str, jobs: list[tuple[str, str]] | list[str]) -> list[list[list[object]]]:
     with tempfile.TemporaryDirectory() as tmp:
         listed = Path(tmp) / "jobs.json"
         listed.write_text(json.dumps(jobs))
@@ -274,19 +274,7 @@ def test_a_kept_cuda_or_cpu_choice_is_reported_where_the_program_stays_on_the_cp
         assert _CHOICES[choice] in outcome.source  # the program's own choice is kept as written
         ported.append(outcome.source)
         lefts.append((source, outcome.remaining))
-    with tempfile.TemporaryDirectory() as tmp:
-        listed = Path(tmp) / "jobs.json"
-        listed.write_text(json.dumps(ported))
-        done = subprocess.run(
-            [sys.executable, "-c", _CHOICE_CHILD, str(listed)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**os.environ, "TORCHPORT_DEVICE": ""},
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
-    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    runs = _child(_CHOICE_CHILD, ported)
     for (choice, body), (source, left), (devices,) in zip(cases, lefts, runs, strict=True):
         choice_lines = set(range(3, 3 + _CHOICES[choice].count("\n")))
         if "cpu" in devices:  # on an accelerator that is not CUDA, it computed on the CPU

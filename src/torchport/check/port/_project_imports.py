@@ -95,14 +95,18 @@ class ProjectImports:
         self._later.append(record)
         return True
 
+    def _module_of(self, expr: ast.Attribute) -> ModuleFacts | None:
+        """The facts of the project module ``alias`` of ``alias.name`` names, if one."""
+        owner = _dotted(expr.value)
+        return self.modules.get(owner) if owner is not None else None
+
     def model_class(self, expr: ast.expr) -> bool:
         """Whether the name or ``alias.name`` is the project's model class: :meth:`lookup`'s
         kind ``"class"`` (the first kind), read from the classes alone."""
         if isinstance(expr, ast.Name):
             return expr.id in self.classes
         if isinstance(expr, ast.Attribute) and self.modules:
-            owner = _dotted(expr.value)
-            facts = self.modules.get(owner) if owner is not None else None
+            facts = self._module_of(expr)
             return facts is not None and expr.attr in facts.classes
         return False
 
@@ -112,8 +116,7 @@ class ProjectImports:
         if isinstance(func, ast.Name):
             return self.viewed.get(func.id) if func.id in self.view_functions else None
         if isinstance(func, ast.Attribute) and self.modules:
-            owner = _dotted(func.value)
-            facts = self.modules.get(owner) if owner is not None else None
+            facts = self._module_of(func)
             if facts is not None and func.attr in facts.view_functions:
                 return dict(facts.views).get(func.attr)
         return None
@@ -124,8 +127,7 @@ class ProjectImports:
         if isinstance(expr, ast.Name):
             return expr.id in self.functions
         if isinstance(expr, ast.Attribute) and self.modules:
-            owner = _dotted(expr.value)
-            facts = self.modules.get(owner) if owner is not None else None
+            facts = self._module_of(expr)
             return facts is not None and expr.attr in facts.may_hold
         return False
 
@@ -169,8 +171,7 @@ class ProjectImports:
             kind = index.get(expr.id)
             return None if kind is None else (kind, expr.id)
         if isinstance(expr, ast.Attribute) and self.modules:  # (asked of every call)
-            owner = _dotted(expr.value)
-            facts = self.modules.get(owner) if owner is not None else None
+            facts = self._module_of(expr)
             if facts is None:
                 return None
             for kind, defined in facts.kinds():
