@@ -27,6 +27,7 @@ __all__ = [
     "children_getter",
     "children_of",
     "nodes_among",
+    "sole_target",
 ]
 
 # Fields holding expression contexts and operators: nodes without a position.
@@ -160,3 +161,14 @@ def children_of(node: ast.AST, cls: type[ast.AST], *, unpositioned: bool) -> lis
     """The values of ``node``'s child fields, None for a field it lacks."""
     fields, _ = child_fields(cls, unpositioned=unpositioned)
     return [getattr(node, name, None) for name in fields]
+
+
+def sole_target(stmt: ast.AST | None) -> ast.Name | None:
+    """The single plain name ``stmt`` binds (``x = ...``, ``x: T = ...``), else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target = stmt.target
+    else:
+        return None
+    return target if isinstance(target, ast.Name) else None

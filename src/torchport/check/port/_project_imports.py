@@ -95,6 +95,16 @@ class ProjectImports:
         self._later.append(record)
         return True
 
+    def _names(self, expr: ast.expr, own: Set[str], held: str) -> bool:
+        """Whether the name is in ``own`` (what this file imports), or ``alias.name``'s
+        module's facts hold ``name`` in their field ``held``."""
+        if isinstance(expr, ast.Name):
+            return expr.id in own
+        if isinstance(expr, ast.Attribute) and self.modules:
+            facts = self._module_of(expr)
+            return facts is not None and expr.attr in getattr(facts, held)
+        return False
+
     def _module_of(self, expr: ast.Attribute) -> ModuleFacts | None:
         """The facts of the project module ``alias`` of ``alias.name`` names, if one."""
         owner = _dotted(expr.value)
@@ -103,12 +113,7 @@ class ProjectImports:
     def model_class(self, expr: ast.expr) -> bool:
         """Whether the name or ``alias.name`` is the project's model class: :meth:`lookup`'s
         kind ``"class"`` (the first kind), read from the classes alone."""
-        if isinstance(expr, ast.Name):
-            return expr.id in self.classes
-        if isinstance(expr, ast.Attribute) and self.modules:
-            facts = self._module_of(expr)
-            return facts is not None and expr.attr in facts.classes
-        return False
+        return self._names(expr, self.classes, "classes")
 
     def viewed_parameters(self, func: ast.expr) -> tuple[tuple[int, str], ...] | None:
         """For a view function (``get_batch``, ``utils.get_batch``): the ``(position,
@@ -124,12 +129,7 @@ class ProjectImports:
     def own_function(self, expr: ast.expr) -> bool:
         """Whether the name or ``alias.name`` is a function or module-level value of one of
         the project's own modules (no library's: the port reads its code)."""
-        if isinstance(expr, ast.Name):
-            return expr.id in self.functions
-        if isinstance(expr, ast.Attribute) and self.modules:
-            facts = self._module_of(expr)
-            return facts is not None and expr.attr in facts.may_hold
-        return False
+        return self._names(expr, self.functions, "may_hold")
 
     def owner_of(self, expr: ast.expr) -> Owned | None:
         """Whose device methods the name or ``alias.name`` has, if a project module binds it.

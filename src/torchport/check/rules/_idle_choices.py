@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
+from torchport.check._nodes import sole_target
 from torchport.check.rules._test_code import next_statement
 
 __all__ = ["decides_nothing"]
@@ -148,11 +149,5 @@ def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
 
 
 def _sole_name(stmt: ast.AST | None) -> str | None:
-    """The single plain name ``stmt`` binds (``x = ...``, ``x: T = ...``), else None."""
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        target = stmt.targets[0]
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        target = stmt.target
-    else:
-        return None
-    return target.id if isinstance(target, ast.Name) else None
+    target = sole_target(stmt)
+    return None if target is None else target.id

@@ -36,6 +36,7 @@ import re
 
 from torchport.check._context import Context
 from torchport.check._listing import remembered
+from torchport.check._nodes import sole_target
 from torchport.check._syntax import parsed_module
 
 __all__ = ["never_read_anywhere"]
@@ -55,14 +56,10 @@ def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
     if len(chain) < 2 or chain[0] is not ctx.tree:
         return False
     stmt = chain[1]
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        target = stmt.targets[0]
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        target = stmt.target
-    else:
+    target = sole_target(stmt)
+    if target is None or (len(chain) > 2 and chain[2] is target):
         return False
-    if not isinstance(target, ast.Name) or (len(chain) > 2 and chain[2] is target):
-        return False
+    assert isinstance(stmt, (ast.Assign, ast.AnnAssign))
     if stmt.value is None or not _evaluated_anywhere(stmt.value, ctx):
         return False  # `x = torch.zeros(3).cuda()` runs CUDA when the module is imported
     name = target.id
