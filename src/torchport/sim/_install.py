@@ -14,6 +14,7 @@ device on to PyTorch's own.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import threading
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from torchport import hardware
 from torchport._sizes import parse_size
 from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
+from torchport.sim._at_exit import drain_backward
 from torchport.sim._ledger import LEDGER
 
 __all__ = ["installed", "is_simulated", "simulate_accelerator", "supported"]
@@ -178,7 +180,9 @@ def simulate_accelerator(*, memory_limit: int | str | None = None) -> torch.devi
     CUDA's device rules (mixing it with CPU tensors raises CUDA's error,
     ``.numpy()`` of a device tensor raises CUDA's ``TypeError``); a
     ``non_blocking`` copy to the host reads wrong until the next synchronization;
-    every copy and host wait is published to listeners (``audit()``).
+    every copy and host wait is published to listeners (``audit()``). At exit the
+    interpreter waits for a backward still running on the device (autograd runs it on
+    a thread of its own, in Python here, where CUDA's runs none) before it finalizes.
 
     Args:
         memory_limit: Device memory, as bytes or a size (``"4GiB"``); running out raises
@@ -237,6 +241,8 @@ def _install(limit: int | None) -> None:
     install_serialization()
     install_module_moves()
     _answer_for_sim()
+    # A backward on the device runs Python on autograd's own thread: it must end first.
+    atexit.register(drain_backward, torch.device(NAME, 0))
 
 
 def _answer_for_sim() -> None:

@@ -1,0 +1,54 @@
+"""Autograd's thread for the simulated device is idle before the interpreter finalizes.
+
+Autograd runs a device's backward on a C++ thread of its own (as it does CUDA's). On the
+simulated device every op of that backward is Python, and so is the thread's last step
+when it drops a graph that held the last reference to a tensor on the device: both take
+the GIL. A thread that takes the GIL after the interpreter began finalizing is ended by
+CPython with ``pthread_exit``, and the process aborts after the program ran to its end
+("terminate called without an active exception", or a fatal ``PyEval_SaveThread`` error).
+A CUDA backward runs no Python there, so the simulated device must not abort where
+CUDA exits cleanly: a backward still running in a daemon thread at exit, or a graph the
+engine's thread had not yet dropped when the program's last line ran.
+
+:func:`drain_backward` runs at exit (registered once the accelerator is installed): a
+one-node backward on the device, queued behind whatever the engine's thread still holds,
+then a wait until that thread has dropped the drain's graph too. It waits for a backward
+in flight to end, as a non-daemon thread is waited for.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+import torch
+
+__all__ = ["drain_backward"]
+
+_RELEASE_WAIT_S = 10.0
+"""How long to wait for the engine's thread to drop the drain's graph after its backward
+returned (microseconds of work, unless that thread is not scheduled)."""
+
+
+def drain_backward(device: torch.device) -> None:
+    """Wait until autograd's thread for ``device`` has finished every backward queued on it
+    and dropped every graph it held; a no-op in a forked child, where autograd's threads are
+    not usable."""
+    with (
+        torch.inference_mode(False),
+        torch.enable_grad(),
+        torch.autograd.set_multithreading_enabled(True),
+    ):
+        leaf = torch.zeros((), device=device, requires_grad=True)
+        try:
+            (leaf * 1).backward()  # type: ignore[no-untyped-call]
+        except RuntimeError as exc:
+            if "fork" in str(exc):  # autograd refuses a child forked after its threads started
+                return
+            raise
+    # The engine's thread may still hold the drain's graph, and through it `leaf`.
+    held = weakref.ref(leaf)
+    del leaf
+    deadline = time.monotonic() + _RELEASE_WAIT_S
+    while held() is not None and time.monotonic() < deadline:
+        time.sleep(0.001)  # lets that thread take the GIL to drop it

@@ -1,0 +1,107 @@
+"""A process with the simulated accelerator exits cleanly while autograd's thread for it is busy.
+
+Found in CI: a ported program run on the simulated device ran to its end, printed its
+result, and the process then aborted ("terminate called without an active exception"):
+autograd's thread for the device dropped a graph (freeing a tensor on the device, which
+takes the GIL) after the interpreter began finalizing. A CUDA backward runs no Python on
+that thread, so a program that exits cleanly on CUDA must exit cleanly here.
+
+That race needs the thread to be descheduled at the wrong microsecond; the same class is
+reproduced at will by a backward still running on the engine's thread when the main
+thread's program ends (a daemon thread training while the main thread returns). The
+oracle is the child's exit status and its stderr: exit 0, no abort, no traceback, and the
+program's last line printed. Each case aborts without the drain at exit (``_at_exit.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.needs_simulator
+
+_PRELUDE = """
+import os, sys, threading, time
+import torch
+from torchport.testing import simulate_accelerator
+dev = simulate_accelerator()
+started = threading.Event()
+"""
+
+# Each program's main thread ends while autograd's thread for the device is busy.
+_PROGRAMS = {
+    "a long chain of device ops in backward": """
+        def train():
+            w = torch.ones(8, device=dev, requires_grad=True)
+            y = w
+            for _ in range(3000):
+                y = y * 1.0001
+            y.register_hook(lambda grad: started.set())  # the first node of the backward
+            y.sum().backward()
+            threading.Event().wait()
+        """,
+    "a custom Function's backward in flight": """
+        class Slow(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                started.set()
+                time.sleep(0.5)
+                return grad * 2
+
+        def train():
+            w = torch.ones(3, device=dev, requires_grad=True)
+            Slow.apply(w).sum().backward()
+            threading.Event().wait()
+        """,
+}
+
+
+def _run(source: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, timeout=240, check=False
+    )
+
+
+def _assert_clean_exit(done: subprocess.CompletedProcess[str], last_line: str) -> None:
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == last_line, done.stdout[-1000:]
+
+
+@pytest.mark.parametrize("program", sorted(_PROGRAMS))
+def test_a_backward_running_when_the_program_ends_lets_the_process_exit(program: str) -> None:
+    source = (
+        _PRELUDE
+        + textwrap.dedent(_PROGRAMS[program])
+        + textwrap.dedent("""
+        threading.Thread(target=train, daemon=True).start()
+        assert started.wait(120)
+        print("main thread done", flush=True)
+        """)
+    )
+    _assert_clean_exit(_run(source), "main thread done")
+
+
+def test_a_child_forked_after_a_backward_exits_quietly() -> None:
+    """Autograd refuses a backward in a child forked after its threads started: the drain at
+    exit is then skipped, not raised."""
+    source = _PRELUDE + textwrap.dedent("""
+        w = torch.ones(3, device=dev, requires_grad=True)
+        (w * 2).sum().backward()
+        pid = os.fork()
+        if pid == 0:
+            print("child done", flush=True)
+            sys.exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+        """)
+    done = _run(source)
+    _assert_clean_exit(done, "child exit 0")
+    assert "child done" in done.stdout
