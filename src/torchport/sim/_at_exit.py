@@ -12,8 +12,10 @@ engine's thread had not yet dropped when the program's last line ran.
 
 :func:`drain_backward` runs at exit (registered once the accelerator is installed): a
 one-node backward on the device, queued behind whatever the engine's thread still holds,
-then a wait until that thread has dropped the drain's graph too. It waits for a backward
-in flight to end, as a non-daemon thread is waited for.
+then a wait until that thread has dropped the drain's graph too, and until every thread
+whose backward ended has left the engine (a daemon thread still inside ``backward()`` when
+the interpreter finalizes is ended there, inside torch's C++, and aborts the process as
+well). It waits for a backward in flight to end, as a non-daemon thread is waited for.
 """
 
 from __future__ import annotations
@@ -23,17 +25,23 @@ import weakref
 
 import torch
 
+from torchport.sim._host import waiting_in_backward
+from torchport.sim._ledger import LEDGER
+
 __all__ = ["drain_backward"]
 
 _RELEASE_WAIT_S = 10.0
-"""How long to wait for the engine's thread to drop the drain's graph after its backward
-returned (microseconds of work, unless that thread is not scheduled)."""
+"""How long to wait, after the drain's backward returned, for the engine's thread to drop
+its graph and for threads whose backward ended to leave the engine (microseconds of work,
+unless a thread is not scheduled, or a daemon thread goes on calling ``backward()``)."""
 
 
 def drain_backward(device: torch.device) -> None:
     """Wait until autograd's thread for ``device`` has finished every backward queued on it
     and dropped every graph it held; a no-op in a forked child, where autograd's threads are
-    not usable."""
+    not usable, and in a process that never put a tensor on the device (no graph there)."""
+    if not LEDGER.storages_charged():
+        return  # and its first tensor would cost a third of a second of imports
     with (
         torch.inference_mode(False),
         torch.enable_grad(),
@@ -50,5 +58,5 @@ def drain_backward(device: torch.device) -> None:
     held = weakref.ref(leaf)
     del leaf
     deadline = time.monotonic() + _RELEASE_WAIT_S
-    while held() is not None and time.monotonic() < deadline:
-        time.sleep(0.001)  # lets that thread take the GIL to drop it
+    while (held() is not None or waiting_in_backward()) and time.monotonic() < deadline:
+        time.sleep(0.001)  # lets those threads take the GIL

@@ -32,6 +32,7 @@ __all__ = [
     "early_host_copy_into",
     "synchronize",
     "waited",
+    "waiting_in_backward",
 ]
 
 _pending: list[tuple[torch.Tensor, torch.Tensor]] = []  # (host buffer, its real values)
@@ -50,6 +51,20 @@ def _first_user_frame(frame: FrameType | None) -> tuple[str, int, str] | None:
     return None
 
 
+def waiting_in_backward() -> list[FrameType]:
+    """The frame of each other Python thread waiting in autograd's engine (torch's
+    ``_engine_run_backward``, which ``backward()`` and ``autograd.grad`` call)."""
+    me = threading.get_ident()
+    frames = []
+    for ident, frame in sys._current_frames().items():
+        walk: FrameType | None = frame if ident != me else None
+        while walk is not None and walk.f_code.co_name != "_engine_run_backward":
+            walk = walk.f_back
+        if walk is not None:
+            frames.append(walk)
+    return frames
+
+
 def _backward_caller() -> tuple[str, int, str] | None:
     """The user's line of a thread waiting in autograd's engine (``loss.backward()``):
     the backward pass of a device runs on the engine's own thread for that device, with
@@ -59,19 +74,11 @@ def _backward_caller() -> tuple[str, int, str] | None:
     The engine's thread serves every thread's backward and does not say whose graph a
     node is: when threads waiting there stand at different lines, the work is charged to
     :data:`SEVERAL_BACKWARDS` (a line of none of them), never to one picked at random."""
-    me = threading.get_ident()
     found: set[tuple[str, int, str]] = set()
-    for ident, frame in sys._current_frames().items():
-        if ident == me:
-            continue
-        walk: FrameType | None = frame
-        while walk is not None:
-            if walk.f_code.co_name == "_engine_run_backward":
-                line = _first_user_frame(walk)
-                if line is not None:
-                    found.add(line)
-                break
-            walk = walk.f_back
+    for waiting in waiting_in_backward():
+        line = _first_user_frame(waiting)
+        if line is not None:
+            found.add(line)
     if len(found) > 1:
         return SEVERAL_BACKWARDS
     return next(iter(found), None)
