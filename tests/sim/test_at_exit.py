@@ -105,3 +105,21 @@ def test_a_child_forked_after_a_backward_exits_quietly() -> None:
     done = _run(source)
     _assert_clean_exit(done, "child exit 0")
     assert "child done" in done.stdout
+
+
+def test_a_program_ended_by_a_full_device_shows_its_own_error_only() -> None:
+    """The drain's own tensor cannot be made on a full device: it is skipped, and the
+    program's out-of-memory error is the only traceback (none from an ``atexit`` callback)."""
+    source = textwrap.dedent("""
+        import torch
+        from torchport.testing import simulate_accelerator
+        dev = simulate_accelerator(memory_limit=64)
+        w = torch.ones(8, device=dev, requires_grad=True)  # 32 bytes
+        held = w * 2  # 64 bytes: the device is full
+        held.sum().backward()
+        """)
+    done = _run(source)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert done.stderr.count("Traceback") == 1, done.stderr[-3000:]
+    assert "atexit" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.rstrip().splitlines()[-1].startswith("torch.OutOfMemoryError"), done.stderr

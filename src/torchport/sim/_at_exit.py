@@ -39,7 +39,8 @@ unless a thread is not scheduled, or a daemon thread goes on calling ``backward(
 def drain_backward(device: torch.device) -> None:
     """Wait until autograd's thread for ``device`` has finished every backward queued on it
     and dropped every graph it held; a no-op in a forked child, where autograd's threads are
-    not usable, and in a process that never put a tensor on the device (no graph there)."""
+    not usable, and in a process that never put a tensor on the device (no graph there);
+    with the device full (a memory limit reached), only the wait for threads in backward."""
     if not LEDGER.storages_charged():
         return  # and its first tensor would cost a third of a second of imports
     with (
@@ -47,15 +48,17 @@ def drain_backward(device: torch.device) -> None:
         torch.enable_grad(),
         torch.autograd.set_multithreading_enabled(True),
     ):
-        leaf = torch.zeros((), device=device, requires_grad=True)
         try:
+            leaf = torch.zeros((), device=device, requires_grad=True)
             (leaf * 1).backward()  # type: ignore[no-untyped-call]
+        except torch.OutOfMemoryError:
+            leaf = None  # the device is full (a program ended by it): only the wait is left
         except RuntimeError as exc:
             if "fork" in str(exc):  # autograd refuses a child forked after its threads started
                 return
             raise
     # The engine's thread may still hold the drain's graph, and through it `leaf`.
-    held = weakref.ref(leaf)
+    held = weakref.ref(leaf) if leaf is not None else lambda: None
     del leaf
     deadline = time.monotonic() + _RELEASE_WAIT_S
     while (held() is not None or waiting_in_backward()) and time.monotonic() < deadline:
