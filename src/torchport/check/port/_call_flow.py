@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 
-from torchport.check.port._calls import HOST_READS, MOVING_METHODS
+from torchport.check.port._calls import HOST_READS, MOVING_METHODS, library_result
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope
 from torchport.check.port._guesses import known_on_device
@@ -47,6 +47,11 @@ _ROUNDS = 8  # call chains deeper than this are not followed further (a bound on
 _DEPTH = 4  # local names followed through their bindings, at most this deep
 # Builtins whose result is a number, a string or a flag: host data whatever they are given.
 _HOST_NUMBERS = frozenset({"len", "float", "int", "str", "bool", "round", "repr", "format"})
+# Standard-library modules whose functions make numbers or strings: of host data, host data
+# (`time.perf_counter()`, `statistics.median(samples)`, `math.sqrt(n)`, `os.path.join(a, b)`)
+_NUMBER_MODULES = frozenset({"time", "math", "statistics", "random", "os.path"})
+# Builtins that give a tensor of tensors, and of host data host data (`abs(end - start)`)
+_HOST_OF_HOST = frozenset({"abs", "min", "max", "sum", "pow", "divmod", "sorted"})
 
 
 def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
@@ -261,8 +266,14 @@ def _host(expr: ast.expr, flow: DeviceFlow, scope: PortScope, own: str | None, d
             return True  # `loss.item()`, `out.tolist()`: a number, a list of them
         if flow.to_cpu(expr, scope) or (isinstance(func, ast.Attribute) and func.attr == "cpu"):
             return True
-        if (flow.ctx.qualname(func) or "").startswith("numpy."):
+        name = flow.ctx.qualname(func) or ""
+        if name.startswith("numpy."):
             return True  # `np.round(arr, 2)`: numpy refuses a device tensor, so `arr` is host
+        given = [*expr.args, *(k.value for k in expr.keywords)]
+        if (name.rpartition(".")[0] in _NUMBER_MODULES and library_result(name) is False) or (
+            isinstance(func, ast.Name) and func.id in _HOST_OF_HOST and func.id not in scope.local
+        ):  # (not `random.choice`, which hands back what it was given)
+            return all(_host(a, flow, scope, own, depth) for a in given)
         if isinstance(func, ast.Attribute) and func.attr not in MOVING_METHODS:
             # `arr.argmax(axis=1)`, `t.cpu().view(-1)`: a method of host data stays on the host
             return _host(func.value, flow, scope, own, depth)
