@@ -18,6 +18,13 @@ the device is met there. Where the device operands of a meeting are only guessed
 other operands are marked apart (``PortScope.guess_reach``/``guess_nodes``, not the sinks
 every fix reads): nothing is moved for them, and TP503 reports a tensor made there, naming
 the meeting (:func:`guess_message`).
+
+One guess the port closes: a helper whose parameter some callers hand a known device value
+and others host copies (``norm(x)`` of the model's input, ``norm(k)`` of ``x[i].cpu()``
+items: ``PortScope.mixed``), where the port owns the placement. A tensor it would place
+there must work on both paths, so it is moved at the meeting to the parameter's device
+(``image * STD.to(image.device)``: a no-op on the device path, a copy of the tensor on the
+host path) when every guessed meeting it reaches is such a one (:func:`meeting_moves`).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ __all__ = [
     "guessed_values",
     "guessing",
     "known_on_device",
+    "meeting_moves",
     "meets_known",
     "share_with_module",
     "unpacked",
@@ -140,3 +148,81 @@ def share_with_module(flow: DeviceFlow, scopes: list[PortScope]) -> None:
         module.guess_reach |= {n for n in scope.guess_reach if n not in scope.local}
     flow.propagate(module)
     flow.propagate(module, guess=True)
+
+
+def meeting_moves(
+    flow: DeviceFlow, made: ast.AST, made_in: PortScope, names: set[str]
+) -> tuple[list[tuple[ast.expr, str, PortScope]], bool]:
+    """The guessed meetings the tensor ``made`` (in ``made_in``, bound to ``names``) reaches
+    that a move to a mixed parameter's device closes: (the operand, the device to move it to,
+    the helper) for each; and whether every guessed meeting it reaches is one of those."""
+    found: list[tuple[ast.expr, str, PortScope]] = []
+    complete = True
+    seen: set[int] = set()
+    for operand, scope, _ in flow.guesses:
+        if id(operand) in seen or not _reaches(flow, operand, scope, made, made_in, names):
+            continue
+        seen.add(id(operand))
+        direct = operand is made or (
+            isinstance(operand, ast.Name)
+            and operand.id in names
+            and (scope is made_in or (made_in is flow.module and operand.id not in scope.local))
+        )
+        param = _mixed_parameter(scope)
+        if direct and param is not None:
+            found.append((operand, param, scope))
+        else:
+            complete = False
+    return found, complete
+
+
+def _mixed_parameter(scope: PortScope) -> str | None:
+    """Where the helper's one guess is a parameter handed known device values too, never
+    rebound, no item unpacked from a record: the device to move to (``image.device``, or
+    ``getattr(image, "device", "cpu")`` where some caller may hand a number or an array)."""
+    if len(scope.guess_seeds) != 1 or set(scope.mixed) != scope.guess_seeds:
+        return None
+    ((param, tensors),) = scope.mixed.items()
+    if scope.values_of(param) or param in scope.loop_bound:
+        return None  # rebound: what it holds there is not what the callers hand
+    if any(unpacked(t, v, scope) for t, v in scope.assigns) or any(
+        isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
+        for n in scope.nodes
+    ):
+        return None
+    return f"{param}.device" if tensors else f'getattr({param}, "device", "cpu")'
+
+
+def _reaches(
+    flow: DeviceFlow,
+    operand: ast.expr,
+    scope: PortScope,
+    made: ast.AST,
+    made_in: PortScope,
+    names: set[str],
+) -> bool:
+    """Whether ``operand`` (in ``scope``) holds the tensor ``made``: through the bindings of
+    ``scope`` and then of the module (as ``propagate`` and ``share_with_module`` spread)."""
+    reach: set[str] = set()
+    ids: set[int] = set()
+    flow.mark(operand, reach, ids)
+    for where in (scope, flow.module) if scope is not flow.module else (scope,):
+        if where is not scope:
+            reach = {n for n in reach if n not in scope.local}
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in where.assigns:
+                bound = [n for t in targets for n in _target_names(t)]
+                if any(n in reach and n not in where.moved for n in bound) and id(value) not in ids:
+                    flow.mark(value, reach, ids)
+                    changed = True
+        if id(made) in ids or (where is made_in and reach & names):
+            return True
+    return False
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    from torchport.check.port._device_flow import names_of  # (it imports this module)
+
+    return names_of(target)

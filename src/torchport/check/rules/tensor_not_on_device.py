@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._port import PortFacts, port_facts
+from torchport.check.rules._port import PortFacts, PortScope, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE, short_call
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
@@ -113,20 +113,35 @@ class TensorNotOnDevice(Rule):
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:
             return
-        if only_guessed(node, facts):  # meets only values some paths leave on the host
-            from torchport.check.port._guesses import guess_message
+        from torchport.check.port._guesses import guess_message, meeting_moves
 
-            message = guess_message(facts.flow, node, _bound(node, facts))
-            yield ctx.finding(self, node, message=message)
+        found = facts.device_at(node)
+        scope = facts.scope_of.get(id(node), facts.module)
+        meetings, every = meeting_moves(facts.flow, node, scope, _bound(node, facts))
+        at = [e for o, d, _ in meetings for e in ctx.append_call(o, f".to({d})")]
+        if only_guessed(node, facts):  # meets only values some paths leave on the host
+            if not (meetings and every and found is not None):
+                message = guess_message(facts.flow, node, _bound(node, facts))
+                yield ctx.finding(self, node, message=message)
+                return
+            message = _meeting_message(*meetings[0])  # moved where it meets them, not here
+            yield ctx.finding(self, node, message=message, fix=Fix(tuple(at), FixSafety.SAFE))
             return
         name, cast, helper = chosen
-        found = facts.device_at(node)
         if found is None:
             yield ctx.finding(self, node, message=_placed_by_the_program(facts, node))
             return
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
-        yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
+        yield ctx.finding(self, node, fix=Fix((*moved, *edits, *at), FixSafety.SAFE))
+
+
+def _meeting_message(operand: ast.expr, device: str, helper: PortScope) -> str:
+    name = getattr(helper.node, "name", "?")
+    return (
+        f"`{name}` is handed device values by some callers and host data by others: the "
+        f"port moves `{ast.unparse(operand)}` to `{device}` where they meet"
+    )
 
 
 def _bound(node: ast.AST, facts: PortFacts) -> set[str]:
