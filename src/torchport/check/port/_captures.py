@@ -71,8 +71,9 @@ def _moved_where_read(facts: PortFacts, read: ast.Name) -> bool:
     """``read.to(<device>)``: the tensor goes where it is used, from wherever it is made."""
     up = facts.parents.get(id(read))
     call = facts.parents.get(id(up))
-    held = isinstance(up, ast.Attribute) and isinstance(call, ast.Call) and call.func is up
-    return held and is_move(call)
+    if not isinstance(up, ast.Attribute) or not isinstance(call, ast.Call):
+        return False
+    return call.func is up and is_move(call)
 
 
 def mark_model_state(facts: PortFacts, scope: PortScope) -> None:

@@ -8,8 +8,12 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._port import PortFacts, PortScope, port_facts
+from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE, short_call
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._device_flow import PortScope
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
