@@ -74,6 +74,9 @@ def programs(draw: st.DrawFn) -> str:
     # model, whose input then meets the constants in `norm` on the device, the host copies
     # on the host (the port moves them where they meet `image`).
     direct = draw(st.booleans())
+    # The constant met by the model's output too: placed on the device in the port's first
+    # round, then met in `norm` by the parameter's values.
+    placed = draw(st.booleans())
     on = f".to({name})" if name else ""
     passed = ", device" if name == "device" else ""
     return (
@@ -92,6 +95,7 @@ def programs(draw: st.DrawFn) -> str:
         + f"    model = nn.Linear(3, 3){on}\n    x = torch.randn(4, 3)\n"
         + f"    kept = collect(model, x{passed})\n    OUT.append(torch.tensor(show(kept)))\n"
         + (f"    OUT.append(model(norm(x{on})).detach().cpu())\n" if direct else "")
+        + (f"    OUT.append((model(x{on}) - MEAN).detach().cpu())\n" if placed else "")
         + "\n\nmain()\n"
     )
 

@@ -32,7 +32,7 @@ import ast
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope, names_of
-from torchport.check.port._guesses import known_on_device
+from torchport.check.port._guesses import known_on_device, unpacked
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
                 scope.values.clear()
                 scope.given.clear()
                 scope.guess_seeds.clear()
-                scope.mixed.clear()
+                scope.seed_tensors.clear()
                 scope.guess_reach.clear()
                 scope.guess_nodes.clear()
                 scope.reach.clear()
@@ -133,6 +133,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             break
         for target in dirty.values():
             flow.run(target)
+    _host_parameters(flow, calls, seeded)
     for call, scope, params, target in calls:
         for param, arg in _handed(call, params, target):
             if (id(target), param) in seeded and not flow.on_device(arg, scope):
@@ -144,6 +145,26 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                     flow.mark(arg, scope.reach, scope.sink_nodes)
 
 
+def _host_parameters(flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]) -> None:
+    """Note the parameters no call hands a device value and some hands host data the port
+    cannot place (``norm(image)`` of ``x[i].cpu()`` copies only): what meets their values in
+    the helper stays where they are (``_guesses.crossing_moves``); whether as tensors only."""
+    host: dict[tuple[int, str], bool] = {}
+    tensors: dict[tuple[int, str], bool] = {}
+    targets: dict[int, PortScope] = {}
+    for call, scope, params, target in calls:
+        for param, arg in _handed(call, params, target):
+            key = (id(target), param)
+            if key in seeded:
+                continue
+            targets[id(target)] = target
+            host[key] = host.get(key, True) and _unplaced(arg, flow, scope)
+            tensors[key] = tensors.get(key, True) and _tensor_copy(arg, flow, scope, 0)
+    for key, only in host.items():
+        if only:
+            targets[key[0]].seed_tensors[key[1]] = tensors[key]
+
+
 def _guess_seeds(
     flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]
 ) -> list[PortScope]:
@@ -153,7 +174,7 @@ def _guess_seeds(
     whose mark changed."""
     known: dict[tuple[int, str], bool] = {}
     unplaced: dict[tuple[int, str], bool] = {}
-    untold: set[tuple[int, str]] = set()  # handed host data not shown a tensor: no `.device`?
+    untold: set[tuple[int, str]] = set()  # handed what may be no tensor: no `.device`?
     targets: dict[int, PortScope] = {}
     for call, scope, params, target in calls:
         for param, arg in _handed(call, params, target):
@@ -168,17 +189,16 @@ def _guess_seeds(
             unplaced[key] = unplaced.get(key, False) or (
                 not sure if device else _unplaced(arg, flow, scope)
             )
-            if not device and not _tensor_copy(arg, flow, scope, 0):
+            if not sure and not _tensor_copy(arg, flow, scope, 0):
                 untold.add(key)
     changed: dict[int, PortScope] = {}
     for key, is_known in known.items():
         target = targets[key[0]]
         guess = not is_known or unplaced[key]
-        # both: the port may move what meets it there to its device (`_guesses.meeting_moves`)
-        if is_known and guess:  # both, `_guesses.meeting_moves`: `.device` of tensors only
-            target.mixed[key[1]] = key not in untold
+        if guess:  # (`_guesses.meeting_moves`: `.device` only where every caller hands tensors)
+            target.seed_tensors[key[1]] = key not in untold
         else:
-            target.mixed.pop(key[1], None)
+            target.seed_tensors.pop(key[1], None)
         if guess != (key[1] in target.guess_seeds):
             (target.guess_seeds.add if guess else target.guess_seeds.discard)(key[1])
             changed[key[0]] = target
@@ -206,8 +226,10 @@ def _unplaced(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int = 0)
         return True
     if arg.id not in scope.local:
         return False
-    made = scope.values_of(arg.id)
-    return bool(made) and all(_unplaced(v, flow, scope, depth + 1) for v in made)
+    bindings = [(t, v) for t, v in scope.assigns if any(arg.id in names_of(n) for n in t)]
+    return bool(bindings) and all(  # (`c, image, n = kept[j]`: an item of a record, unpacked)
+        unpacked(t, v, scope) or _unplaced(v, flow, scope, depth + 1) for t, v in bindings
+    )
 
 
 def _tensor_copy(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> bool:

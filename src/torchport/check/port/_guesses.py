@@ -19,27 +19,38 @@ other operands are marked apart (``PortScope.guess_reach``/``guess_nodes``, not 
 every fix reads): nothing is moved for them, and TP503 reports a tensor made there, naming
 the meeting (:func:`guess_message`).
 
-One guess the port closes: a helper whose parameter some callers hand a known device value
-and others host copies (``norm(x)`` of the model's input, ``norm(k)`` of ``x[i].cpu()``
-items: ``PortScope.mixed``), where the port owns the placement. A tensor it would place
-there must work on both paths, so it is moved at the meeting to the parameter's device
-(``image * STD.to(image.device)``: a no-op on the device path, a copy of the tensor on the
-host path) when every guessed meeting it reaches is such a one (:func:`meeting_moves`).
+One guess the port closes: a helper whose one guess is a parameter (``norm(image)``, handed
+the model's input by ``norm(x)`` and ``x[i].cpu()`` copies by ``norm(k)``), where the port
+owns the placement. What meets the parameter's values there must work on both paths, so a
+tensor the port would move for them is moved at the meeting, to the parameter's device
+(``image * STD.to(image.device)``: a no-op on the device path, a copy of a small tensor on
+the host path), when every guessed meeting it reaches is such a one (:func:`meeting_moves`);
+so is a tensor already on the device (placed by the port in an earlier round, or by the
+program) where it meets them (:func:`crossing_moves`). ``getattr(image, "device", "cpu")``
+where a caller may hand something else than a tensor (``PortScope.seed_tensors``).
 """
 
 from __future__ import annotations
 
 import ast
 
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from torchport.check._context import Context
+    from torchport.check._rule import Edit
     from torchport.check.port._device_flow import DeviceFlow, PortScope
 
+_MADE = CREATORS | TYPED_CONSTRUCTORS
+
 __all__ = [
+    "crossing_moves",
     "guess_message",
     "guessed_values",
     "guessing",
     "known_on_device",
+    "meeting_fix",
     "meeting_moves",
     "meets_known",
     "share_with_module",
@@ -154,7 +165,7 @@ def meeting_moves(
     flow: DeviceFlow, made: ast.AST, made_in: PortScope, names: set[str]
 ) -> tuple[list[tuple[ast.expr, str, PortScope]], bool]:
     """The guessed meetings the tensor ``made`` (in ``made_in``, bound to ``names``) reaches
-    that a move to a mixed parameter's device closes: (the operand, the device to move it to,
+    that a move to a guessed parameter's device closes: (the operand, the device to move it to,
     the helper) for each; and whether every guessed meeting it reaches is one of those."""
     found: list[tuple[ast.expr, str, PortScope]] = []
     complete = True
@@ -163,26 +174,94 @@ def meeting_moves(
         if id(operand) in seen or not _reaches(flow, operand, scope, made, made_in, names):
             continue
         seen.add(id(operand))
-        direct = operand is made or (
-            isinstance(operand, ast.Name)
-            and operand.id in names
-            and (scope is made_in or (made_in is flow.module and operand.id not in scope.local))
-        )
-        param = _mixed_parameter(scope)
-        if direct and param is not None:
-            found.append((operand, param, scope))
+        param = _guessed_parameter(scope)
+        if _direct(operand, scope, made, made_in, names, flow) and param is not None:
+            found.append((operand, param[1], scope))
         else:
             complete = False
     return found, complete
 
 
-def _mixed_parameter(scope: PortScope) -> str | None:
-    """Where the helper's one guess is a parameter handed known device values too, never
-    rebound, no item unpacked from a record: the device to move to (``image.device``, or
-    ``getattr(image, "device", "cpu")`` where some caller may hand a number or an array)."""
-    if len(scope.guess_seeds) != 1 or set(scope.mixed) != scope.guess_seeds:
+def meeting_fix(
+    ctx: Context, moves: list[tuple[ast.expr, str, PortScope]]
+) -> tuple[tuple[Edit, ...], str]:
+    """The edits of ``moves`` (:func:`meeting_moves`, :func:`crossing_moves`) and a message
+    naming the first one's helper and why."""
+    edits = tuple(e for o, d, _ in moves for e in ctx.append_call(o, f".to({d})"))
+    if not moves:
+        return edits, ""
+    operand, device, helper = moves[0]
+    name = getattr(helper.node, "name", "?")
+    held = device.removeprefix("getattr(").split(".")[0].split(",")[0]
+    return edits, (
+        f"`{name}` is handed host data by some callers (a `.cpu()` copy, an item of a list "
+        f"of them) where `{held}` meets this tensor: the port moves `{ast.unparse(operand)}` "
+        f"to `{device}` where they meet, so the device path and the host path both run"
+    )
+
+
+def crossing_moves(
+    flow: DeviceFlow, scopes: list[PortScope], made: ast.AST, made_in: PortScope, names: set[str]
+) -> list[tuple[ast.expr, str, PortScope]]:
+    """Where the tensor ``made`` (in ``made_in``, bound to ``names``), on the device, meets a
+    value of a guessed parameter in its helper (``image * STD + MEAN``, ``MEAN`` made with
+    ``device=device``; ``(image - MEAN.to(image.device)) / STD``, which the flow takes for a
+    known device value): (the operand, the device to move it to, the helper) for each. On
+    the parameter's device path the move is a no-op; on its host path it puts the tensor
+    back on the host, where the program made it."""
+    if not isinstance(made, ast.Call) or (flow.ctx.qualname(made.func) or "") not in _MADE:
+        return []  # (a torch creator: not `STD.to(image.device)`, a call on the device)
+    found: list[tuple[ast.expr, str, PortScope]] = []
+    for scope in scopes:
+        param = _guessed_parameter(scope) if scope.seed_tensors else None
+        if param is None:
+            continue
+        held, device = param
+        guessed = held in scope.guess_seeds
+        derived = scope.guessed if guessed else _derived(scope, held)
+        for node in scope.nodes:
+            if isinstance(node, ast.BinOp):
+                sides = [node.left, node.right]
+            elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+                sides = [node.left, node.comparators[0]]
+            else:
+                continue
+            for mine, other in (sides, sides[::-1]):
+                if (
+                    not is_move(mine)
+                    and _direct(mine, scope, made, made_in, names, flow)
+                    and known_on_device(flow, mine, scope)
+                    and (flow.on_device(other, scope) or not guessed)
+                    and any(n.id in derived for n in _names(other))
+                ):
+                    found.append((mine, device, scope))
+    return found
+
+
+def _direct(
+    operand: ast.expr,
+    scope: PortScope,
+    made: ast.AST,
+    made_in: PortScope,
+    names: set[str],
+    flow: DeviceFlow,
+) -> bool:
+    """Whether ``operand`` (in ``scope``) is the tensor ``made`` or a read of its name."""
+    return operand is made or (
+        isinstance(operand, ast.Name)
+        and operand.id in names
+        and (scope is made_in or (made_in is flow.module and operand.id not in scope.local))
+    )
+
+
+def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
+    """Where the helper's one parameter the port cannot place is a guess seed, or handed
+    only host data (``PortScope.seed_tensors``), never rebound, and no item is unpacked from
+    a record there: (it, the device to move to: ``image.device``, or ``getattr(image,
+    "device", "cpu")`` where some caller may hand a number or an array)."""
+    if len(scope.seed_tensors) != 1 or not scope.guess_seeds <= set(scope.seed_tensors):
         return None
-    ((param, tensors),) = scope.mixed.items()
+    ((param, tensors),) = scope.seed_tensors.items()
     if scope.values_of(param) or param in scope.loop_bound:
         return None  # rebound: what it holds there is not what the callers hand
     if any(unpacked(t, v, scope) for t, v in scope.assigns) or any(
@@ -190,7 +269,21 @@ def _mixed_parameter(scope: PortScope) -> str | None:
         for n in scope.nodes
     ):
         return None
-    return f"{param}.device" if tensors else f'getattr({param}, "device", "cpu")'
+    return param, f"{param}.device" if tensors else f'getattr({param}, "device", "cpu")'
+
+
+def _derived(scope: PortScope, param: str) -> set[str]:
+    """``param`` and the names ``scope`` binds to values read from it (a fixed point)."""
+    names = {param}
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in scope.assigns:
+            bound = {n for t in targets for n in _target_names(t)} - names
+            if bound and any(n.id in names for n in _names(value)):
+                names |= bound
+                changed = True
+    return names
 
 
 def _reaches(

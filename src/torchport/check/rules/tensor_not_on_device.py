@@ -11,10 +11,6 @@ from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent
 from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE, short_call
 
-TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
-if TYPE_CHECKING:
-    from torchport.check.port._device_flow import PortScope
-
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
 # values stay exactly those the CPU run sees. The typed constructors take no device; the
@@ -112,24 +108,29 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        from torchport.check.port._placed import only_guessed, to_place  # on first use
+        from torchport.check.port import _guesses as guesses  # on first use
+        from torchport.check.port._placed import only_guessed, to_place
 
+        scope = facts.scope_of.get(id(node), facts.module)
+        if any(s.seed_tensors for s in facts.scopes):  # on the device, met by host data?
+            crossings = guesses.crossing_moves(
+                facts.flow, facts.scopes, node, scope, _bound(node, facts)
+            )
+            if crossings:
+                at, message = guesses.meeting_fix(ctx, crossings)
+                yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:
             return
-        from torchport.check.port._guesses import guess_message, meeting_moves
-
         found = facts.device_at(node)
-        scope = facts.scope_of.get(id(node), facts.module)
-        meetings, every = meeting_moves(facts.flow, node, scope, _bound(node, facts))
-        at = [e for o, d, _ in meetings for e in ctx.append_call(o, f".to({d})")]
+        meetings, every = guesses.meeting_moves(facts.flow, node, scope, _bound(node, facts))
+        at, message = guesses.meeting_fix(ctx, meetings)
         if only_guessed(node, facts):  # meets only values some paths leave on the host
             if not (meetings and every and found is not None):
-                message = guess_message(facts.flow, node, _bound(node, facts))
+                message = guesses.guess_message(facts.flow, node, _bound(node, facts))
                 yield ctx.finding(self, node, message=message)
-                return
-            message = _meeting_message(*meetings[0])  # moved where it meets them, not here
-            yield ctx.finding(self, node, message=message, fix=Fix(tuple(at), FixSafety.SAFE))
+                return  # (else moved where it meets them, not where it is made)
+            yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
             return
         name, cast, helper = chosen
         if found is None:
@@ -138,14 +139,6 @@ class TensorNotOnDevice(Rule):
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits, *at), FixSafety.SAFE))
-
-
-def _meeting_message(operand: ast.expr, device: str, helper: PortScope) -> str:
-    name = getattr(helper.node, "name", "?")
-    return (
-        f"`{name}` is handed device values by some callers and host data by others: the "
-        f"port moves `{ast.unparse(operand)}` to `{device}` where they meet"
-    )
 
 
 def _bound(node: ast.AST, facts: PortFacts) -> set[str]:
