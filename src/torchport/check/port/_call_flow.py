@@ -158,11 +158,33 @@ def _host_parameters(flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[i
             if key in seeded:
                 continue
             targets[id(target)] = target
-            host[key] = host.get(key, True) and _unplaced(arg, flow, scope)
+            unplaced = _unplaced(arg, flow, scope) and not _no_tensor(arg, flow, scope, 0)
+            host[key] = host.get(key, True) and unplaced  # (`run(fused=False)`: a flag)
             tensors[key] = tensors.get(key, True) and _tensor_copy(arg, flow, scope, 0)
     for key, only in host.items():
         if only:
             targets[key[0]].seed_tensors[key[1]] = tensors[key]
+
+
+def _no_tensor(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> bool:
+    """Whether the caller's code shows ``arg`` is no tensor: a constant, a number read
+    (``loss.item()``, ``float(v)``), a numpy value, or a name bound only to such."""
+    if isinstance(arg, ast.Constant | ast.JoinedStr | ast.List | ast.Tuple | ast.Dict):
+        return True
+    if isinstance(arg, ast.BinOp | ast.UnaryOp):
+        sides = [arg.left, arg.right] if isinstance(arg, ast.BinOp) else [arg.operand]
+        return all(_no_tensor(side, flow, scope, depth) for side in sides)
+    if isinstance(arg, ast.Call):
+        func = arg.func
+        if (flow.ctx.qualname(func) or "").startswith("numpy."):
+            return True
+        if isinstance(func, ast.Attribute):
+            return func.attr in HOST_READS and func.attr != "cpu"  # `.item()`, `.numpy()`
+        return isinstance(func, ast.Name) and func.id in _HOST_NUMBERS
+    if not isinstance(arg, ast.Name) or depth >= _DEPTH or arg.id not in scope.local:
+        return False
+    made = scope.values_of(arg.id) if arg.id not in scope.loop_bound else []
+    return bool(made) and all(_no_tensor(v, flow, scope, depth + 1) for v in made)
 
 
 def _guess_seeds(

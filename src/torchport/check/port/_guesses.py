@@ -232,7 +232,7 @@ def crossing_moves(
                     and _direct(mine, scope, made, made_in, names, flow)
                     and known_on_device(flow, mine, scope)
                     and (flow.on_device(other, scope) or not guessed)
-                    and any(n.id in derived for n in _names(other))
+                    and _computed(other, derived)
                 ):
                     found.append((mine, device, scope))
     return found
@@ -273,17 +273,38 @@ def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
 
 
 def _derived(scope: PortScope, param: str) -> set[str]:
-    """``param`` and the names ``scope`` binds to values read from it (a fixed point)."""
+    """``param`` and the names ``scope`` binds to tensors computed from it (a fixed point
+    over :func:`_computed`: not what a call of anything else than a tensor method or a torch
+    function returns, ``optimizer = Adam(..., fused=fused)``)."""
     names = {param}
     changed = True
     while changed:
         changed = False
         for targets, value in scope.assigns:
             bound = {n for t in targets for n in _target_names(t)} - names
-            if bound and any(n.id in names for n in _names(value)):
+            if bound and _computed(value, names):
                 names |= bound
                 changed = True
     return names
+
+
+def _computed(expr: ast.expr, names: set[str]) -> bool:
+    """Whether ``expr`` is a tensor computed from ``names``: one of them, arithmetic, an item,
+    a tensor method of one (``image.float()``), or a torch function given one (``torch.exp(x)``)."""
+    if isinstance(expr, ast.Name):
+        return expr.id in names
+    if isinstance(expr, ast.BinOp):
+        return _computed(expr.left, names) or _computed(expr.right, names)
+    if isinstance(expr, ast.UnaryOp):
+        return _computed(expr.operand, names)
+    if isinstance(expr, ast.Subscript):
+        return _computed(expr.value, names)
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+        return False
+    func = expr.func
+    if isinstance(func.value, ast.Name) and func.value.id == "torch":
+        return any(_computed(a, names) for a in expr.args)
+    return _computed(func.value, names)
 
 
 def _reaches(
