@@ -192,3 +192,20 @@ def test_a_cpu_only_program_whose_helper_feeds_the_model_and_host_copies() -> No
     assert "    return image * STD.to(image.device) + MEAN.to(image.device)\n" in ported, ported
     assert "STD = torch.tensor((0.2, 0.3, 0.4))\n" in ported, ported
     _runs_wherever_the_original_ran([source])
+
+
+def test_a_parameter_handed_flags_moves_nothing_to_it() -> None:
+    """A helper's parameter handed numbers (lightning's ``run(fused=False)``) holds no host
+    tensor, and the model built from it is no tensor computed from it: the constant the
+    port places stays on the device where the model's output meets it."""
+    source = (
+        _HEAD + "TARGET = torch.tensor((0.5, 0.25, 0.125))\n\n\ndef run(p):\n"
+        "    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(p))\n"
+        "    out = model(torch.ones(2, 3))\n"
+        "    return (out - TARGET).abs().sum().detach().cpu()\n\n\n"
+        "OUT.append(run(0.0))\nOUT.append(run(0.0 * 2))\n"
+    )
+    ported = port_text(source, "p.py").source
+    assert "TARGET = torch.tensor((0.5, 0.25, 0.125), device=device)\n" in ported, ported
+    assert "(out - TARGET)" in ported, ported
+    _runs_wherever_the_original_ran([source])
