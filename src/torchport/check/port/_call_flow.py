@@ -197,6 +197,7 @@ def _guess_seeds(
     known: dict[tuple[int, str], bool] = {}
     unplaced: dict[tuple[int, str], bool] = {}
     untold: set[tuple[int, str]] = set()  # handed what may be no tensor: no `.device`?
+    numbers: set[tuple[int, str]] = set()  # handed a number: what meets it there, anywhere
     targets: dict[int, PortScope] = {}
     for call, scope, params, target in calls:
         for param, arg in _handed(call, params, target):
@@ -213,11 +214,13 @@ def _guess_seeds(
             )
             if not sure and not _tensor_copy(arg, flow, scope, 0):
                 untold.add(key)
+                if _no_tensor(arg, flow, scope, 0):
+                    numbers.add(key)
     changed: dict[int, PortScope] = {}
     for key, is_known in known.items():
         target = targets[key[0]]
         guess = not is_known or unplaced[key]
-        if guess:  # (`_guesses.meeting_moves`: `.device` only where every caller hands tensors)
+        if guess and key not in numbers:  # (`_guesses.meeting_moves`: `.device` of tensors)
             target.seed_tensors[key[1]] = key not in untold
         else:
             target.seed_tensors.pop(key[1], None)

@@ -179,6 +179,8 @@ def meeting_moves(
             found.append((operand, param[1], scope))
         else:
             complete = False
+    if found and isinstance(made, ast.Call) and _weight(flow, made, made_in, names):
+        return [], False  # a weight trained by hand: its copy is no constant (reported)
     return found, complete
 
 
@@ -211,6 +213,8 @@ def crossing_moves(
     back on the host, where the program made it."""
     if not isinstance(made, ast.Call) or (flow.ctx.qualname(made.func) or "") not in _MADE:
         return []  # (a torch creator: not `STD.to(image.device)`, a call on the device)
+    if _weight(flow, made, made_in, names):
+        return []  # a weight trained by hand: its copy is no constant (reported as before)
     found: list[tuple[ast.expr, str, PortScope]] = []
     for scope in scopes:
         param = _guessed_parameter(scope) if scope.seed_tensors else None
@@ -236,6 +240,16 @@ def crossing_moves(
                 ):
                     found.append((mine, device, scope))
     return found
+
+
+def _weight(flow: DeviceFlow, made: ast.Call, made_in: PortScope, names: set[str]) -> bool:
+    """Whether ``made`` (bound to ``names`` in ``made_in``) is a weight trained by hand
+    (``requires_grad=True``, ``w.requires_grad_()``)."""
+    from torchport.check.port._captures import grad_leaves  # (it imports this module)
+
+    if any(k.arg == "requires_grad" for k in made.keywords):
+        return True
+    return any(names & set(bound) for bound, _ in grad_leaves(made_in, flow.ctx.qualname))
 
 
 def _direct(
