@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from torchport.check._context import Context
     from torchport.check._rule import Edit
     from torchport.check.port._device_flow import DeviceFlow, PortScope
+    from torchport.check.port._models import QualName
 
 _MADE = CREATORS | TYPED_CONSTRUCTORS
 
@@ -179,7 +180,7 @@ def meeting_moves(
             found.append((operand, param[1], scope))
         else:
             complete = False
-    if found and isinstance(made, ast.Call) and _weight(flow, made, made_in, names):
+    if found and isinstance(made, ast.Call) and _weight(made, made_in, names):
         return [], False  # a weight trained by hand: its copy is no constant (reported)
     return found, complete
 
@@ -213,7 +214,7 @@ def crossing_moves(
     back on the host, where the program made it."""
     if not isinstance(made, ast.Call) or (flow.ctx.qualname(made.func) or "") not in _MADE:
         return []  # (a torch creator: not `STD.to(image.device)`, a call on the device)
-    if _weight(flow, made, made_in, names):
+    if _weight(made, made_in, names):
         return []  # a weight trained by hand: its copy is no constant (reported as before)
     found: list[tuple[ast.expr, str, PortScope]] = []
     for scope in scopes:
@@ -222,7 +223,7 @@ def crossing_moves(
             continue
         held, device = param
         guessed = held in scope.guess_seeds
-        derived = scope.guessed if guessed else _derived(scope, held)
+        derived = scope.guessed if guessed else _derived(scope, held, flow.ctx.qualname)
         for node in scope.nodes:
             if isinstance(node, ast.BinOp):
                 sides = [node.left, node.right]
@@ -236,20 +237,32 @@ def crossing_moves(
                     and _direct(mine, scope, made, made_in, names, flow)
                     and known_on_device(flow, mine, scope)
                     and (flow.on_device(other, scope) or not guessed)
-                    and _computed(other, derived)
+                    and _computed(other, derived, flow.ctx.qualname)
                 ):
                     found.append((mine, device, scope))
     return found
 
 
-def _weight(flow: DeviceFlow, made: ast.Call, made_in: PortScope, names: set[str]) -> bool:
-    """Whether ``made`` (bound to ``names`` in ``made_in``) is a weight trained by hand
-    (``requires_grad=True``, ``w.requires_grad_()``)."""
-    from torchport.check.port._captures import grad_leaves  # (it imports this module)
-
+def _weight(made: ast.Call, made_in: PortScope, names: set[str]) -> bool:
+    """Whether ``made`` (bound to ``names`` in ``made_in``) may be a weight trained by hand:
+    ``requires_grad=True``, or ``requires_grad`` named on one of ``names`` there
+    (``w.requires_grad_()``, ``w.requires_grad = True``, ``w = torch.zeros(2).requires_grad_()``).
+    """
     if any(k.arg == "requires_grad" for k in made.keywords):
         return True
-    return any(names & set(bound) for bound, _ in grad_leaves(made_in, flow.ctx.qualname))
+    for targets, value in made_in.assigns:  # `w = torch.zeros(2).requires_grad_()`
+        if names & {n for t in targets for n in _target_names(t)} and any(
+            isinstance(n, ast.Attribute) and n.attr.startswith("requires_grad")
+            for n in ast.walk(value)
+        ):
+            return True
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr.startswith("requires_grad")
+        and isinstance(n.value, ast.Name)
+        and n.value.id in names
+        for n in made_in.nodes
+    )
 
 
 def _direct(
@@ -286,7 +299,7 @@ def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
     return param, f"{param}.device" if tensors else f'getattr({param}, "device", "cpu")'
 
 
-def _derived(scope: PortScope, param: str) -> set[str]:
+def _derived(scope: PortScope, param: str, qualname: QualName) -> set[str]:
     """``param`` and the names ``scope`` binds to tensors computed from it (a fixed point
     over :func:`_computed`: not what a call of anything else than a tensor method or a torch
     function returns, ``optimizer = Adam(..., fused=fused)``)."""
@@ -296,29 +309,28 @@ def _derived(scope: PortScope, param: str) -> set[str]:
         changed = False
         for targets, value in scope.assigns:
             bound = {n for t in targets for n in _target_names(t)} - names
-            if bound and _computed(value, names):
+            if bound and _computed(value, names, qualname):
                 names |= bound
                 changed = True
     return names
 
 
-def _computed(expr: ast.expr, names: set[str]) -> bool:
+def _computed(expr: ast.expr, names: set[str], qualname: QualName) -> bool:
     """Whether ``expr`` is a tensor computed from ``names``: one of them, arithmetic, an item,
     a tensor method of one (``image.float()``), or a torch function given one (``torch.exp(x)``)."""
     if isinstance(expr, ast.Name):
         return expr.id in names
     if isinstance(expr, ast.BinOp):
-        return _computed(expr.left, names) or _computed(expr.right, names)
+        return _computed(expr.left, names, qualname) or _computed(expr.right, names, qualname)
     if isinstance(expr, ast.UnaryOp):
-        return _computed(expr.operand, names)
+        return _computed(expr.operand, names, qualname)
     if isinstance(expr, ast.Subscript):
-        return _computed(expr.value, names)
+        return _computed(expr.value, names, qualname)
     if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
         return False
-    func = expr.func
-    if isinstance(func.value, ast.Name) and func.value.id == "torch":
-        return any(_computed(a, names) for a in expr.args)
-    return _computed(func.value, names)
+    if (qualname(expr.func) or "").startswith("torch."):
+        return any(_computed(a, names, qualname) for a in expr.args)
+    return _computed(expr.func.value, names, qualname)
 
 
 def _reaches(
@@ -351,6 +363,10 @@ def _reaches(
 
 
 def _target_names(target: ast.expr) -> list[str]:
-    from torchport.check.port._device_flow import names_of  # (it imports this module)
-
-    return names_of(target)
+    """The names an assignment target binds (``_device_flow.names_of``, which imports this
+    module)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for elt in target.elts for n in _target_names(elt)]
+    return _target_names(target.value) if isinstance(target, ast.Starred) else []
