@@ -49,22 +49,9 @@ _DEPTH = 4  # local names followed through their bindings, at most this deep
 _HOST_NUMBERS = frozenset({"len", "float", "int", "str", "bool", "round", "repr", "format"})
 # Tensor methods giving a tensor where their receiver is: `x.cpu().float()` stays a host copy.
 _TENSOR_METHODS = frozenset(
-    {
-        "detach",
-        "clone",
-        "float",
-        "double",
-        "half",
-        "long",
-        "int",
-        "contiguous",
-        "view",
-        "reshape",
-        "squeeze",
-        "unsqueeze",
-        "flatten",
-    }
-)
+    {"detach", "clone", "float", "double", "half", "long", "int", "contiguous", "view",
+     "reshape", "squeeze", "unsqueeze", "flatten"}
+)  # fmt: skip
 
 
 def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:

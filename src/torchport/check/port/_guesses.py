@@ -195,7 +195,7 @@ def meeting_fix(
         return edits, ""
     operand, device, helper = moves[0]
     name = getattr(helper.node, "name", "?")
-    held = device.removeprefix("getattr(").split(".")[0].split(",")[0]
+    held = next(iter(helper.seed_tensors), "?")  # (its one parameter: `_guessed_parameter`)
     return edits, (
         f"`{name}` is handed host data by some callers (a `.cpu()` copy, an item of a list "
         f"of them) where `{held}` meets this tensor: the port moves `{ast.unparse(operand)}` "
