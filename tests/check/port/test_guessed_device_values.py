@@ -4,9 +4,12 @@ Two shapes broke a working program while the port said "0 left": a helper the pr
 calls from its device path and from its host path (its module constant was made on the
 device; the host path then met it there), and a record list mixing a device value and a
 ``.cpu()`` copy in one tuple (every unpacked item was taken for a device value, so the
-constants the host copy met were moved). The invariant: where a meeting's device values
-are only guessed (a parameter some callers give host data, an item unpacked from a
-record), the port leaves what meets them and reports it.
+constants the host copy met were moved). The invariant: the port never makes a program
+fail where the original ran. Where a meeting's device values are only guessed (a parameter
+some callers give host data, an item unpacked from a record), the port leaves what meets
+them and reports it; where the guess is a helper's one parameter, it moves the constant
+where they meet, to the parameter's device (``image * STD.to(image.device)``), also one it
+placed on the device in an earlier round (issue 31, p31z).
 
 The oracle is the run, written apart from the port (the child of
 ``test_own_device_kept``): each generated program and its port run on the CPU (same
