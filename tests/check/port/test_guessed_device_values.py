@@ -4,9 +4,12 @@ Two shapes broke a working program while the port said "0 left": a helper the pr
 calls from its device path and from its host path (its module constant was made on the
 device; the host path then met it there), and a record list mixing a device value and a
 ``.cpu()`` copy in one tuple (every unpacked item was taken for a device value, so the
-constants the host copy met were moved). The invariant: where a meeting's device values
-are only guessed (a parameter some callers give host data, an item unpacked from a
-record), the port leaves what meets them and reports it.
+constants the host copy met were moved). The invariant: the port never makes a program
+fail where the original ran. Where a meeting's device values are only guessed (a parameter
+some callers give host data, an item unpacked from a record), the port leaves what meets
+them and reports it; where the guess is a helper's one parameter, it moves the constant
+where they meet, to the parameter's device (``image * STD.to(image.device)``), also one it
+placed on the device in an earlier round (issue 31, p31z).
 
 The oracle is the run, written apart from the port (the child of
 ``test_own_device_kept``): each generated program and its port run on the CPU (same
@@ -34,6 +37,7 @@ _RECORDS = {
     "host tuple": "(1.0, x[i].cpu(), out[i].sum().item())",
     "mixed tuple": "(out[i].max(), x[i].cpu(), out[i].sum().item())",
     "mixed list": "[out[i].max(), x[i].cpu()]",
+    "number": "x[i].sum().item()",  # no `.device`: a move to `image.device` would fail
 }
 _READS = {
     "bare": ["    for item in kept:\n        image = item\n"],
@@ -45,6 +49,7 @@ _READS = {
     ],
 }
 _READS["mixed tuple"] = _READS["host tuple"]
+_READS["number"] = _READS["bare"]
 _READS["mixed list"] = [
     "    for item in kept:\n        _, image = item\n",
     "    for j in range(len(kept)):\n        c, image = kept[j]\n",
@@ -68,9 +73,13 @@ def programs(draw: st.DrawFn) -> str:
     read = draw(st.sampled_from(_READS[record]))
     use = _USES[draw(st.sampled_from(sorted(_USES)))]
     returned = draw(st.sampled_from(["kept", "kept[:3]"]))
-    # The device path where the program has no device: the port adds one and moves the
-    # model, whose input then needs the helper on the device: not closed (see the xfail).
-    direct = choice != "none" and draw(st.booleans())
+    # The device path where the program has no device too: the port adds one and moves the
+    # model, whose input then meets the constants in `norm` on the device, the host copies
+    # on the host (the port moves them where they meet `image`).
+    direct = draw(st.booleans())
+    # The constant met by the model's output too: placed on the device in the port's first
+    # round, then met in `norm` by the parameter's values.
+    placed = draw(st.booleans())
     on = f".to({name})" if name else ""
     passed = ", device" if name == "device" else ""
     return (
@@ -89,6 +98,7 @@ def programs(draw: st.DrawFn) -> str:
         + f"    model = nn.Linear(3, 3){on}\n    x = torch.randn(4, 3)\n"
         + f"    kept = collect(model, x{passed})\n    OUT.append(torch.tensor(show(kept)))\n"
         + (f"    OUT.append(model(norm(x{on})).detach().cpu())\n" if direct else "")
+        + (f"    OUT.append((model(x{on}) - MEAN).detach().cpu())\n" if placed else "")
         + "\n\nmain()\n"
     )
 
@@ -125,8 +135,9 @@ def test_a_port_moves_nothing_to_meet_a_guessed_device_value_many(sources: list[
     _runs_wherever_the_original_ran(sources)
 
 
-def test_the_two_reproducers_are_reported_not_moved() -> None:
-    """The helper reached from both paths with the device at module level, and the CPU-only
+def test_the_two_reproducers_are_moved_where_they_meet_or_reported() -> None:
+    """The helper reached from both paths with the device at module level: the constant stays
+    where it is made and is moved where it meets the parameter, to its device. The CPU-only
     program whose records mix a device value and a host copy: the constants stay, reported
     (TP503, naming where they meet the guessed value); a known device value still moves them."""
     both = (
@@ -157,23 +168,22 @@ def test_the_two_reproducers_are_reported_not_moved() -> None:
         )
     )
     first, second, third = (port_text(s, "p.py") for s in (both, mixed, known))
-    for outcome in (first, second):
-        assert "MEAN = torch.tensor((0.5, 0.25, 0.125))\n" in outcome.source, outcome.source
-        line = outcome.source.splitlines().index("MEAN = torch.tensor((0.5, 0.25, 0.125))") + 1
-        left = [f for f in outcome.remaining if f.code == "TP503" and f.line == line]
-        assert left and "only some of the program's paths" in str(left[0]), outcome.remaining
+    assert "MEAN = torch.tensor((0.5, 0.25, 0.125))\n" in first.source, first.source
+    # (`item[0]` of records another function hands: a tensor, a number, an array, untold)
+    moved = '    return image - MEAN.to(getattr(image, "device", "cpu"))\n'
+    assert moved in first.source, first.source
+    assert not [f for f in first.remaining if f.code == "TP503"], first.remaining
+    assert "MEAN = torch.tensor((0.5, 0.25, 0.125))\n" in second.source, second.source
+    line = second.source.splitlines().index("MEAN = torch.tensor((0.5, 0.25, 0.125))") + 1
+    left = [f for f in second.remaining if f.code == "TP503" and f.line == line]
+    assert left and "only some of the program's paths" in str(left[0]), second.remaining
     assert "MEAN = torch.tensor((0.5, 0.25, 0.125), device=device)" in third.source
     _runs_wherever_the_original_ran([both, mixed, known])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a CPU-only program whose helper is reached from the model's input and from "
-    "host copies; the port moves the model, and only a move at the meeting (a constant to "
-    "`image.device`) would keep both paths running; the constant is reported, not moved",
-)
 def test_a_cpu_only_program_whose_helper_feeds_the_model_and_host_copies() -> None:
-    """The shape the generator leaves out (``direct`` with no device of the program's)."""
+    """``norm`` is handed the model's input (on the device once ported) and ``.cpu()`` copies
+    kept for host work: the constants are moved where they meet ``image``, to its device."""
     source = (
         _HEAD + _CONSTANTS + "\n\ndef norm(image):\n    return image * STD + MEAN\n\n\n"
         "def main():\n    model = nn.Linear(3, 3)\n    x = torch.randn(4, 3)\n"
@@ -181,4 +191,24 @@ def test_a_cpu_only_program_whose_helper_feeds_the_model_and_host_copies() -> No
         "    OUT.append(torch.tensor(sum(float(norm(k).sum()) for k in kept)))\n"
         "    OUT.append(model(norm(x)).detach().cpu())\n\n\nmain()\n"
     )
+    ported = port_text(source, "p.py").source
+    assert "    return image * STD.to(image.device) + MEAN.to(image.device)\n" in ported, ported
+    assert "STD = torch.tensor((0.2, 0.3, 0.4))\n" in ported, ported
+    _runs_wherever_the_original_ran([source])
+
+
+def test_a_parameter_handed_flags_moves_nothing_to_it() -> None:
+    """A helper's parameter handed numbers (lightning's ``run(fused=False)``) holds no host
+    tensor, and the model built from it is no tensor computed from it: the constant the
+    port places stays on the device where the model's output meets it."""
+    source = (
+        _HEAD + "TARGET = torch.tensor((0.5, 0.25, 0.125))\n\n\ndef run(p):\n"
+        "    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(p))\n"
+        "    out = model(torch.ones(2, 3))\n"
+        "    return (out - TARGET).abs().sum().detach().cpu()\n\n\n"
+        "OUT.append(run(0.0))\nOUT.append(run(0.0 * 2))\n"
+    )
+    ported = port_text(source, "p.py").source
+    assert "TARGET = torch.tensor((0.5, 0.25, 0.125), device=device)\n" in ported, ported
+    assert "(out - TARGET)" in ported, ported
     _runs_wherever_the_original_ran([source])

@@ -31,8 +31,8 @@ import ast
 
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, library_result
 from torchport.check.port._collected import added, collector
-from torchport.check.port._device_flow import DeviceFlow, PortScope
-from torchport.check.port._guesses import known_on_device
+from torchport.check.port._device_flow import DeviceFlow, PortScope, names_of
+from torchport.check.port._guesses import known_on_device, unpacked
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -52,6 +52,11 @@ _HOST_NUMBERS = frozenset({"len", "float", "int", "str", "bool", "round", "repr"
 _NUMBER_MODULES = frozenset({"time", "math", "statistics", "random", "os.path"})
 # Builtins that give a tensor of tensors, and of host data host data (`abs(end - start)`)
 _HOST_OF_HOST = frozenset({"abs", "min", "max", "sum", "pow", "divmod", "sorted"})
+# Tensor methods giving a tensor where their receiver is: `x.cpu().float()` stays a host copy.
+_TENSOR_METHODS = frozenset(
+    {"detach", "clone", "float", "double", "half", "long", "int", "contiguous", "view",
+     "reshape", "squeeze", "unsqueeze", "flatten"}
+)  # fmt: skip
 
 
 def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
@@ -85,6 +90,7 @@ def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
                 scope.values.clear()
                 scope.given.clear()
                 scope.guess_seeds.clear()
+                scope.seed_tensors.clear()
                 scope.guess_reach.clear()
                 scope.guess_nodes.clear()
                 scope.reach.clear()
@@ -119,6 +125,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             break
         for target in dirty.values():
             flow.run(target)
+    _host_parameters(flow, calls, seeded)
     for call, scope, params, target in calls:
         for param, arg in _handed(call, params, target):
             if (id(target), param) in seeded and not flow.on_device(arg, scope):
@@ -130,6 +137,48 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                     flow.mark(arg, scope.reach, scope.sink_nodes)
 
 
+def _host_parameters(flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]) -> None:
+    """Note the parameters no call hands a device value and some hands host data the port
+    cannot place (``norm(image)`` of ``x[i].cpu()`` copies only): what meets their values in
+    the helper stays where they are (``_guesses.crossing_moves``); whether as tensors only."""
+    host: dict[tuple[int, str], bool] = {}
+    tensors: dict[tuple[int, str], bool] = {}
+    targets: dict[int, PortScope] = {}
+    for call, scope, params, target in calls:
+        for param, arg in _handed(call, params, target):
+            key = (id(target), param)
+            if key in seeded:
+                continue
+            targets[id(target)] = target
+            unplaced = _unplaced(arg, flow, scope) and not _no_tensor(arg, flow, scope, 0)
+            host[key] = host.get(key, True) and unplaced  # (`run(fused=False)`: a flag)
+            tensors[key] = tensors.get(key, True) and _tensor_copy(arg, flow, scope, 0)
+    for key, only in host.items():
+        if only:
+            targets[key[0]].seed_tensors[key[1]] = tensors[key]
+
+
+def _no_tensor(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> bool:
+    """Whether the caller's code shows ``arg`` is no tensor: a constant, a number read
+    (``loss.item()``, ``float(v)``), a numpy value, or a name bound only to such."""
+    if isinstance(arg, ast.Constant | ast.JoinedStr | ast.List | ast.Tuple | ast.Dict):
+        return True
+    if isinstance(arg, ast.BinOp | ast.UnaryOp):
+        sides = [arg.left, arg.right] if isinstance(arg, ast.BinOp) else [arg.operand]
+        return all(_no_tensor(side, flow, scope, depth) for side in sides)
+    if isinstance(arg, ast.Call):
+        func = arg.func
+        if (flow.ctx.qualname(func) or "").startswith("numpy."):
+            return True
+        if isinstance(func, ast.Attribute):
+            return func.attr in HOST_READS and func.attr != "cpu"  # `.item()`, `.numpy()`
+        return isinstance(func, ast.Name) and func.id in _HOST_NUMBERS
+    if not isinstance(arg, ast.Name) or depth >= _DEPTH or arg.id not in scope.local:
+        return False
+    made = scope.values_of(arg.id) if arg.id not in scope.loop_bound else []
+    return bool(made) and all(_no_tensor(v, flow, scope, depth + 1) for v in made)
+
+
 def _guess_seeds(
     flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]
 ) -> list[PortScope]:
@@ -139,6 +188,8 @@ def _guess_seeds(
     whose mark changed."""
     known: dict[tuple[int, str], bool] = {}
     unplaced: dict[tuple[int, str], bool] = {}
+    untold: set[tuple[int, str]] = set()  # handed what may be no tensor: no `.device`?
+    numbers: set[tuple[int, str]] = set()  # handed a number: what meets it there, anywhere
     targets: dict[int, PortScope] = {}
     for call, scope, params, target in calls:
         for param, arg in _handed(call, params, target):
@@ -153,10 +204,18 @@ def _guess_seeds(
             unplaced[key] = unplaced.get(key, False) or (
                 not sure if device else _unplaced(arg, flow, scope)
             )
+            if not sure and not _tensor_copy(arg, flow, scope, 0):
+                untold.add(key)
+                if _no_tensor(arg, flow, scope, 0):
+                    numbers.add(key)
     changed: dict[int, PortScope] = {}
     for key, is_known in known.items():
         target = targets[key[0]]
         guess = not is_known or unplaced[key]
+        if guess and key not in numbers:  # (`_guesses.meeting_moves`: `.device` of tensors)
+            target.seed_tensors[key[1]] = key not in untold
+        else:
+            target.seed_tensors.pop(key[1], None)
         if guess != (key[1] in target.guess_seeds):
             (target.guess_seeds.add if guess else target.guess_seeds.discard)(key[1])
             changed[key[0]] = target
@@ -165,7 +224,7 @@ def _guess_seeds(
 
 def _unplaced(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int = 0) -> bool:
     """Host data by the caller's own code, or an item read out of a loop's variable (or a
-    name bound only to such, ``image = item[0]``)."""
+    name bound only to such, ``image = item[0]``, or a comprehension's item of host data)."""
     base = arg
     while isinstance(base, ast.Subscript | ast.Attribute):
         base = base.value
@@ -173,10 +232,73 @@ def _unplaced(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int = 0)
         return True
     if _host(arg, flow, scope, _own_self(scope), 0):
         return True
-    if not isinstance(arg, ast.Name) or arg.id not in scope.local or depth >= _DEPTH:
+    if not isinstance(arg, ast.Name) or depth >= _DEPTH:
         return False
+    if any(  # `k` of `for k in kept`, a comprehension of host copies
+        isinstance(n, ast.comprehension)
+        and arg.id in names_of(n.target)
+        and _unplaced(n.iter, flow, scope, depth + 1)
+        for n in scope.nodes
+    ):
+        return True
+    if arg.id not in scope.local:
+        return False
+    bindings = [(t, v) for t, v in scope.assigns if any(arg.id in names_of(n) for n in t)]
+    return bool(bindings) and all(  # (`c, image, n = kept[j]`: an item of a record, unpacked)
+        unpacked(t, v, scope) or _unplaced(v, flow, scope, depth + 1) for t, v in bindings
+    )
+
+
+def _tensor_copy(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> bool:
+    """Whether the caller's code shows ``arg`` is a tensor on the host: a ``.cpu()`` copy
+    (``x[i].cpu()``, ``out.detach().cpu().float()``, an item of one), a name bound only to
+    such, or an item of a list made here of only such (``for k in kept``)."""
+    if depth >= _DEPTH:
+        return False
+    if isinstance(arg, ast.Subscript):
+        return _tensor_copy(arg.value, flow, scope, depth + 1)
+    if isinstance(arg, ast.Call):
+        func = arg.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr == "cpu" or flow.to_cpu(arg, scope):
+            return True
+        return func.attr in _TENSOR_METHODS and _tensor_copy(func.value, flow, scope, depth + 1)
+    if not isinstance(arg, ast.Name) or arg.id not in scope.local:
+        return False
+    loops = [
+        n.iter
+        for n in scope.nodes
+        if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
+        and isinstance(n.target, ast.Name)
+        and n.target.id == arg.id
+    ]
+    if loops:  # an item: of lists of copies
+        return all(_copies(i, flow, scope, depth + 1) for i in loops)
     made = scope.values_of(arg.id)
-    return bool(made) and all(_unplaced(v, flow, scope, depth + 1) for v in made)
+    return bool(made) and all(_tensor_copy(v, flow, scope, depth + 1) for v in made)
+
+
+def _copies(held: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> bool:
+    """A list made here whose every item is a ``.cpu()`` copy (``[x[i].cpu() for i in
+    ...]``, or ``kept = []`` then ``kept.append(x[i].cpu())``)."""
+    if isinstance(held, ast.ListComp | ast.GeneratorExp):
+        return _tensor_copy(held.elt, flow, scope, depth)
+    if isinstance(held, ast.Subscript) and isinstance(held.slice, ast.Slice):
+        held = held.value  # `kept[:3]`
+    if not isinstance(held, ast.Name) or depth >= _DEPTH or held.id not in scope.local:
+        return False
+    made = scope.values_of(held.id)
+    if not made or held.id in scope.loop_bound:
+        return False
+    if not all(_empty(v) or _copies(v, flow, scope, depth + 1) for v in made):
+        return False
+    return all(
+        all(_tensor_copy(a, flow, scope, depth + 1) for a in added(node))
+        for node in scope.nodes
+        if isinstance(node, ast.Call | ast.Assign | ast.AugAssign)
+        and collector(node, scope, flow.module) == held.id
+    )
 
 
 def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:
@@ -286,6 +408,8 @@ def _host(expr: ast.expr, flow: DeviceFlow, scope: PortScope, own: str | None, d
         return _host(expr.operand, flow, scope, own, depth)
     if isinstance(expr, ast.Subscript):  # `errors[:4]` of a list of `.cpu()` copies: host too
         return _host(expr.value, flow, scope, own, depth)
+    if isinstance(expr, ast.ListComp | ast.GeneratorExp):  # `[x[i].cpu() for i in ...]`
+        return _host(expr.elt, flow, scope, own, depth)
     return False  # an attribute, an item of what is not shown: where it comes from is not
 
 

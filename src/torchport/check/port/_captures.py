@@ -21,7 +21,7 @@ import ast
 import weakref
 from collections.abc import Iterator
 
-from torchport.check.port._calls import grad_leaf, grad_maker, grad_source
+from torchport.check.port._calls import grad_leaf, grad_maker, grad_source, is_move
 from torchport.check.port._device_flow import PortScope
 from torchport.check.port._guesses import known_on_device
 from torchport.check.port._models import QualName
@@ -60,9 +60,20 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
         )
         for n in ast.walk(body):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own:
+                if _moved_where_read(facts, n):
+                    continue  # `MEAN.to(image.device)`: moved where it meets the value
                 holder = outer if n.id in outer.local else facts.module
                 if n.id not in holder.models and n.id not in facts.functions:
                     (holder.reach if known else holder.guess_reach).add(n.id)
+
+
+def _moved_where_read(facts: PortFacts, read: ast.Name) -> bool:
+    """``read.to(<device>)``: the tensor goes where it is used, from wherever it is made."""
+    up = facts.parents.get(id(read))
+    call = facts.parents.get(id(up))
+    if not isinstance(up, ast.Attribute) or not isinstance(call, ast.Call):
+        return False
+    return call.func is up and is_move(call)
 
 
 def mark_model_state(facts: PortFacts, scope: PortScope) -> None:

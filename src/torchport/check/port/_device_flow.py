@@ -120,6 +120,7 @@ class PortScope:
     # Device values only guessed (`_guesses`): what meets only those is reported, not moved.
     given: set[str] = field(default_factory=set)  # made device values from outside `run`
     guess_seeds: set[str] = field(default_factory=set)  # parameters some callers give host data
+    seed_tensors: dict[str, bool] = field(default_factory=dict)  # host or guessed: tensors?
     guessed: set[str] = field(default_factory=set)
     guess_reach: set[str] = field(default_factory=set)
     guess_nodes: set[int] = field(default_factory=set)  # ids meeting only guessed values

@@ -18,21 +18,41 @@ the device is met there. Where the device operands of a meeting are only guessed
 other operands are marked apart (``PortScope.guess_reach``/``guess_nodes``, not the sinks
 every fix reads): nothing is moved for them, and TP503 reports a tensor made there, naming
 the meeting (:func:`guess_message`).
+
+One guess the port closes: a helper whose one guess is a parameter (``norm(image)``, handed
+the model's input by ``norm(x)`` and ``x[i].cpu()`` copies by ``norm(k)``), where the port
+owns the placement. What meets the parameter's values there must work on both paths, so a
+tensor the port would move for them is moved at the meeting, to the parameter's device
+(``image * STD.to(image.device)``: a no-op on the device path, a copy of a small tensor on
+the host path), when every guessed meeting it reaches is such a one (:func:`meeting_moves`);
+so is a tensor already on the device (placed by the port in an earlier round, or by the
+program) where it meets them (:func:`crossing_moves`). ``getattr(image, "device", "cpu")``
+where a caller may hand something else than a tensor (``PortScope.seed_tensors``).
 """
 
 from __future__ import annotations
 
 import ast
 
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from torchport.check._context import Context
+    from torchport.check._rule import Edit
     from torchport.check.port._device_flow import DeviceFlow, PortScope
+    from torchport.check.port._models import QualName
+
+_MADE = CREATORS | TYPED_CONSTRUCTORS
 
 __all__ = [
+    "crossing_moves",
     "guess_message",
     "guessed_values",
     "guessing",
     "known_on_device",
+    "meeting_fix",
+    "meeting_moves",
     "meets_known",
     "share_with_module",
     "unpacked",
@@ -140,3 +160,213 @@ def share_with_module(flow: DeviceFlow, scopes: list[PortScope]) -> None:
         module.guess_reach |= {n for n in scope.guess_reach if n not in scope.local}
     flow.propagate(module)
     flow.propagate(module, guess=True)
+
+
+def meeting_moves(
+    flow: DeviceFlow, made: ast.AST, made_in: PortScope, names: set[str]
+) -> tuple[list[tuple[ast.expr, str, PortScope]], bool]:
+    """The guessed meetings the tensor ``made`` (in ``made_in``, bound to ``names``) reaches
+    that a move to a guessed parameter's device closes: (the operand, the device to move it to,
+    the helper) for each; and whether every guessed meeting it reaches is one of those."""
+    found: list[tuple[ast.expr, str, PortScope]] = []
+    complete = True
+    seen: set[int] = set()
+    for operand, scope, _ in flow.guesses:
+        if id(operand) in seen or not _reaches(flow, operand, scope, made, made_in, names):
+            continue
+        seen.add(id(operand))
+        param = _guessed_parameter(scope)
+        if _direct(operand, scope, made, made_in, names, flow) and param is not None:
+            found.append((operand, param[1], scope))
+        else:
+            complete = False
+    if found and isinstance(made, ast.Call) and _weight(made, made_in, names):
+        return [], False  # a weight trained by hand: its copy is no constant (reported)
+    return found, complete
+
+
+def meeting_fix(
+    ctx: Context, moves: list[tuple[ast.expr, str, PortScope]]
+) -> tuple[tuple[Edit, ...], str]:
+    """The edits of ``moves`` (:func:`meeting_moves`, :func:`crossing_moves`) and a message
+    naming the first one's helper and why."""
+    edits = tuple(e for o, d, _ in moves for e in ctx.append_call(o, f".to({d})"))
+    if not moves:
+        return edits, ""
+    operand, device, helper = moves[0]
+    name = getattr(helper.node, "name", "?")
+    held = next(iter(helper.seed_tensors), "?")  # (its one parameter: `_guessed_parameter`)
+    return edits, (
+        f"`{name}` is handed host data by some callers (a `.cpu()` copy, an item of a list "
+        f"of them) where `{held}` meets this tensor: the port moves `{ast.unparse(operand)}` "
+        f"to `{device}` where they meet, so the device path and the host path both run"
+    )
+
+
+def crossing_moves(
+    flow: DeviceFlow, scopes: list[PortScope], made: ast.AST, made_in: PortScope, names: set[str]
+) -> list[tuple[ast.expr, str, PortScope]]:
+    """Where the tensor ``made`` (in ``made_in``, bound to ``names``), on the device, meets a
+    value of a guessed parameter in its helper (``image * STD + MEAN``, ``MEAN`` made with
+    ``device=device``; ``(image - MEAN.to(image.device)) / STD``, which the flow takes for a
+    known device value): (the operand, the device to move it to, the helper) for each. On
+    the parameter's device path the move is a no-op; on its host path it puts the tensor
+    back on the host, where the program made it."""
+    if not isinstance(made, ast.Call) or (flow.ctx.qualname(made.func) or "") not in _MADE:
+        return []  # (a torch creator: not `STD.to(image.device)`, a call on the device)
+    if _weight(made, made_in, names):
+        return []  # a weight trained by hand: its copy is no constant (reported as before)
+    found: list[tuple[ast.expr, str, PortScope]] = []
+    for scope in scopes:
+        param = _guessed_parameter(scope) if scope.seed_tensors else None
+        if param is None:
+            continue
+        held, device = param
+        guessed = held in scope.guess_seeds
+        derived = scope.guessed if guessed else _derived(scope, held, flow.ctx.qualname)
+        for node in scope.nodes:
+            if isinstance(node, ast.BinOp):
+                sides = [node.left, node.right]
+            elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+                sides = [node.left, node.comparators[0]]
+            else:
+                continue
+            for mine, other in (sides, sides[::-1]):
+                if (
+                    not is_move(mine)
+                    and _direct(mine, scope, made, made_in, names, flow)
+                    and known_on_device(flow, mine, scope)
+                    and (flow.on_device(other, scope) or not guessed)
+                    and _computed(other, derived, flow.ctx.qualname)
+                ):
+                    found.append((mine, device, scope))
+    return found
+
+
+def _weight(made: ast.Call, made_in: PortScope, names: set[str]) -> bool:
+    """Whether ``made`` (bound to ``names`` in ``made_in``) may be a weight trained by hand:
+    ``requires_grad=True``, or ``requires_grad`` named on one of ``names`` there
+    (``w.requires_grad_()``, ``w.requires_grad = True``, ``w = torch.zeros(2).requires_grad_()``).
+    """
+    if any(k.arg == "requires_grad" for k in made.keywords):
+        return True
+    for targets, value in made_in.assigns:  # `w = torch.zeros(2).requires_grad_()`
+        if names & {n for t in targets for n in _target_names(t)} and any(
+            isinstance(n, ast.Attribute) and n.attr.startswith("requires_grad")
+            for n in ast.walk(value)
+        ):
+            return True
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr.startswith("requires_grad")
+        and isinstance(n.value, ast.Name)
+        and n.value.id in names
+        for n in made_in.nodes
+    )
+
+
+def _direct(
+    operand: ast.expr,
+    scope: PortScope,
+    made: ast.AST,
+    made_in: PortScope,
+    names: set[str],
+    flow: DeviceFlow,
+) -> bool:
+    """Whether ``operand`` (in ``scope``) is the tensor ``made`` or a read of its name."""
+    return operand is made or (
+        isinstance(operand, ast.Name)
+        and operand.id in names
+        and (scope is made_in or (made_in is flow.module and operand.id not in scope.local))
+    )
+
+
+def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
+    """Where the helper's one parameter the port cannot place is a guess seed, or handed
+    only host data (``PortScope.seed_tensors``), never rebound, and no item is unpacked from
+    a record there: (it, the device to move to: ``image.device``, or ``getattr(image,
+    "device", "cpu")`` where some caller may hand a number or an array)."""
+    if len(scope.seed_tensors) != 1 or not scope.guess_seeds <= set(scope.seed_tensors):
+        return None
+    ((param, tensors),) = scope.seed_tensors.items()
+    if scope.values_of(param) or param in scope.loop_bound:
+        return None  # rebound: what it holds there is not what the callers hand
+    if any(unpacked(t, v, scope) for t, v in scope.assigns) or any(
+        isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
+        for n in scope.nodes
+    ):
+        return None
+    return param, f"{param}.device" if tensors else f'getattr({param}, "device", "cpu")'
+
+
+def _derived(scope: PortScope, param: str, qualname: QualName) -> set[str]:
+    """``param`` and the names ``scope`` binds to tensors computed from it (a fixed point
+    over :func:`_computed`: not what a call of anything else than a tensor method or a torch
+    function returns, ``optimizer = Adam(..., fused=fused)``)."""
+    names = {param}
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in scope.assigns:
+            bound = {n for t in targets for n in _target_names(t)} - names
+            if bound and _computed(value, names, qualname):
+                names |= bound
+                changed = True
+    return names
+
+
+def _computed(expr: ast.expr, names: set[str], qualname: QualName) -> bool:
+    """Whether ``expr`` is a tensor computed from ``names``: one of them, arithmetic, an item,
+    a tensor method of one (``image.float()``), or a torch function given one (``torch.exp(x)``)."""
+    if isinstance(expr, ast.Name):
+        return expr.id in names
+    if isinstance(expr, ast.BinOp):
+        return _computed(expr.left, names, qualname) or _computed(expr.right, names, qualname)
+    if isinstance(expr, ast.UnaryOp):
+        return _computed(expr.operand, names, qualname)
+    if isinstance(expr, ast.Subscript):
+        return _computed(expr.value, names, qualname)
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+        return False
+    if (qualname(expr.func) or "").startswith("torch."):
+        return any(_computed(a, names, qualname) for a in expr.args)
+    return _computed(expr.func.value, names, qualname)
+
+
+def _reaches(
+    flow: DeviceFlow,
+    operand: ast.expr,
+    scope: PortScope,
+    made: ast.AST,
+    made_in: PortScope,
+    names: set[str],
+) -> bool:
+    """Whether ``operand`` (in ``scope``) holds the tensor ``made``: through the bindings of
+    ``scope`` and then of the module (as ``propagate`` and ``share_with_module`` spread)."""
+    reach: set[str] = set()
+    ids: set[int] = set()
+    flow.mark(operand, reach, ids)
+    for where in (scope, flow.module) if scope is not flow.module else (scope,):
+        if where is not scope:
+            reach = {n for n in reach if n not in scope.local}
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in where.assigns:
+                bound = [n for t in targets for n in _target_names(t)]
+                if any(n in reach and n not in where.moved for n in bound) and id(value) not in ids:
+                    flow.mark(value, reach, ids)
+                    changed = True
+        if id(made) in ids or (where is made_in and reach & names):
+            return True
+    return False
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (``_device_flow.names_of``, which imports this
+    module)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for elt in target.elts for n in _target_names(elt)]
+    return _target_names(target.value) if isinstance(target, ast.Starred) else []

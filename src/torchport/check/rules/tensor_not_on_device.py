@@ -108,25 +108,37 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        from torchport.check.port._placed import only_guessed, to_place  # on first use
+        from torchport.check.port import _guesses as guesses  # on first use
+        from torchport.check.port._placed import only_guessed, to_place
 
+        scope = facts.scope_of.get(id(node), facts.module)
+        if any(s.seed_tensors for s in facts.scopes):  # on the device, met by host data?
+            crossings = guesses.crossing_moves(
+                facts.flow, facts.scopes, node, scope, _bound(node, facts)
+            )
+            if crossings:
+                at, message = guesses.meeting_fix(ctx, crossings)
+                yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:
             return
+        found = facts.device_at(node)
+        meetings, every = guesses.meeting_moves(facts.flow, node, scope, _bound(node, facts))
+        at, message = guesses.meeting_fix(ctx, meetings)
         if only_guessed(node, facts):  # meets only values some paths leave on the host
-            from torchport.check.port._guesses import guess_message
-
-            message = guess_message(facts.flow, node, _bound(node, facts))
-            yield ctx.finding(self, node, message=message)
+            if not (meetings and every and found is not None):
+                message = guesses.guess_message(facts.flow, node, _bound(node, facts))
+                yield ctx.finding(self, node, message=message)
+                return  # (else moved where it meets them, not where it is made)
+            yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
             return
         name, cast, helper = chosen
-        found = facts.device_at(node)
         if found is None:
             yield ctx.finding(self, node, message=_placed_by_the_program(facts, node))
             return
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
-        yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
+        yield ctx.finding(self, node, fix=Fix((*moved, *edits, *at), FixSafety.SAFE))
 
 
 def _bound(node: ast.AST, facts: PortFacts) -> set[str]:
