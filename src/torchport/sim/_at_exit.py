@@ -11,17 +11,21 @@ CUDA exits cleanly: a backward still running in a daemon thread at exit, or a gr
 engine's thread had not yet dropped when the program's last line ran.
 
 :func:`drain_backward` runs at exit (registered once the accelerator is installed): a
-one-node backward on the device, queued behind whatever the engine's thread still holds,
-then a wait until that thread has dropped the drain's graph too, and until every thread
-whose backward ended has left the engine (a daemon thread still inside ``backward()`` when
-the interpreter finalizes is ended there, inside torch's C++, and aborts the process as
-well). It waits for a backward in flight to end, as a non-daemon thread is waited for.
+one-node backward on the device, queued behind whatever the engine's thread still holds.
+That thread runs its queue in order, one task at a time, and drops a task's graph before it
+takes the next; so once the drain's backward returned, every earlier graph is gone. The
+drain's own graph is dropped after its backward returned, and with nothing to free there
+(its leaf is kept for the process's life) that takes no GIL. Then a wait until every
+thread whose backward ended has left the engine (a daemon thread still inside
+``backward()`` when the interpreter finalizes is ended there, inside torch's C++, and
+aborts the process as well). It waits for a backward in flight to end, as a non-daemon
+thread is waited for.
 """
 
 from __future__ import annotations
 
+import ctypes
 import time
-import weakref
 
 import torch
 
@@ -30,10 +34,10 @@ from torchport.sim._ledger import LEDGER
 
 __all__ = ["drain_backward"]
 
-_RELEASE_WAIT_S = 10.0
-"""How long to wait, after the drain's backward returned, for the engine's thread to drop
-its graph and for threads whose backward ended to leave the engine (microseconds of work,
-unless a thread is not scheduled, or a daemon thread goes on calling ``backward()``)."""
+_LEAVE_WAIT_S = 10.0
+"""How long to wait, after the drain's backward returned, for threads whose backward ended to
+leave the engine (microseconds, unless a thread is not scheduled, or a daemon thread goes on
+calling ``backward()``)."""
 
 
 def drain_backward(device: torch.device) -> None:
@@ -50,16 +54,18 @@ def drain_backward(device: torch.device) -> None:
     ):
         try:
             leaf = torch.zeros((), device=device, requires_grad=True)
-            (leaf * 1).backward()  # type: ignore[no-untyped-call]
         except torch.OutOfMemoryError:
             leaf = None  # the device is full (a program ended by it): only the wait is left
-        except RuntimeError as exc:
-            if "fork" in str(exc):  # autograd refuses a child forked after its threads started
-                return
-            raise
-    # The engine's thread may still hold the drain's graph, and through it `leaf`.
-    held = weakref.ref(leaf) if leaf is not None else lambda: None
-    del leaf
-    deadline = time.monotonic() + _RELEASE_WAIT_S
-    while (held() is not None or waiting_in_backward()) and time.monotonic() < deadline:
-        time.sleep(0.001)  # lets those threads take the GIL
+        if leaf is not None:
+            # Kept for good: freeing it (or its grad) would take the GIL on the engine's
+            # thread if that thread drops the drain's graph after the interpreter finalized.
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(leaf))
+            try:
+                (leaf * 1).backward()  # type: ignore[no-untyped-call]
+            except RuntimeError as exc:
+                if "fork" in str(exc):  # autograd refuses a child forked after its threads ran
+                    return
+                raise
+    deadline = time.monotonic() + _LEAVE_WAIT_S
+    while waiting_in_backward() and time.monotonic() < deadline:
+        time.sleep(0.001)  # lets those threads take the GIL and leave
