@@ -44,6 +44,7 @@ from torchport.check.port._calls import (
     moves_to_program_device,
 )
 from torchport.check.port._class_attributes import ClassAttributes
+from torchport.check.port._class_factories import object_factory
 from torchport.check.port._command_line import CommandLine
 from torchport.check.port._container_items import ContainerItems
 from torchport.check.port._data_copies import copies_a_sequence
@@ -331,6 +332,8 @@ class ValueKinds:
         if facts.cpu_tensor_call(call):
             return Kind.TENSOR  # `make_mask(n)`: a function returning a CPU tensor
         func = call.func
+        if object_factory(call, self.ctx):
+            return Kind.OTHER  # `Vocabulary.from_stoi(d)`: an instance of a plain class
         if isinstance(func, ast.Attribute) and not self._module_name(func.value):
             return self._method(call, func)
         name = self.ctx.qualname(func)
