@@ -133,7 +133,8 @@ def cpu_here(facts: PortFacts) -> Callable[[ast.expr, PortScope | None], bool]:
     caller in the file hands a device (:func:`given_by_callers`)."""
 
     def names_cpu(arg: ast.expr, call: ast.Call) -> bool:
-        return facts.names_cpu(arg, facts.scope_of.get(id(call)) or facts.module)
+        scope = facts.scope_of.get(id(call)) or facts.module
+        return facts.names_cpu(arg, scope) or _cpu_attribute(arg, scope.node, facts)
 
     def here(expr: ast.expr, scope: PortScope | None) -> bool:
         scope = scope or facts.module
@@ -142,3 +143,47 @@ def cpu_here(facts: PortFacts) -> Callable[[ast.expr, PortScope | None], bool]:
         return not given_by_callers(expr, scope.node, facts.ctx, names_cpu)
 
     return here
+
+
+def _cpu_attribute(arg: ast.expr, method: ast.AST | None, facts: PortFacts) -> bool:
+    """``self.device`` in a method of a module-level class of the file that binds ``device``
+    to the CPU anywhere: its class-level default (``device: str = "cpu"`` of a dataclass,
+    ``field(default="cpu")``) or ``self.device = d`` in a method, where ``d`` names the CPU
+    there (a parameter's default too). text-sentiment-lstm's ``Trainer.device``, which no
+    script sets: what it hands down is the CPU."""
+    scopes = facts.ctx.scopes
+    cls = scopes.parent(method) if method is not None else None
+    if not (
+        isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and isinstance(cls, ast.ClassDef)
+        and isinstance(arg, ast.Attribute)
+        and isinstance(arg.value, ast.Name)
+        and [p.arg for p in (*method.args.posonlyargs, *method.args.args)][:1] == [arg.value.id]
+    ):
+        return False
+    for stmt in cls.body:
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id == arg.attr for t in targets):
+                if isinstance(value, ast.Call) and not facts.names_cpu(value, facts.module):
+                    value = next((k.value for k in value.keywords if k.arg == "default"), value)
+                if facts.names_cpu(value, facts.module):
+                    return True  # the class's default
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        own = [p.arg for p in (*stmt.args.posonlyargs, *stmt.args.args)][:1]
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Assign)
+                and any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == arg.attr
+                    and isinstance(t.value, ast.Name)
+                    and [t.value.id] == own
+                    for t in node.targets
+                )
+                and facts.names_cpu(node.value, facts.scope_of.get(id(node)) or facts.module)
+            ):
+                return True  # `self.device = device` of a parameter defaulting to the CPU
+    return False

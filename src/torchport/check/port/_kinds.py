@@ -332,8 +332,9 @@ class ValueKinds:
         if facts.cpu_tensor_call(call):
             return Kind.TENSOR  # `make_mask(n)`: a function returning a CPU tensor
         func = call.func
-        if object_factory(call, self.ctx):
-            return Kind.OTHER  # `Vocabulary.from_stoi(d)`: an instance of a plain class
+        made = object_factory(call, self.ctx)  # `Vocabulary.from_stoi(d)`: a plain class's
+        if made is not None:  # instance; another method of a project class: not known
+            return Kind.OTHER if made else Kind.UNKNOWN
         if isinstance(func, ast.Attribute) and not self._module_name(func.value):
             return self._method(call, func)
         name = self.ctx.qualname(func)
