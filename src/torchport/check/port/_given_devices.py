@@ -2,9 +2,10 @@
 
 ``def accuracy(model, loader, device: str = "cpu")`` in aamirmalik-dr/text-sentiment-lstm's
 ``train.py`` runs ``model(ids.to(device), lengths.to(device))``, and its one caller in the
-file is ``accuracy(self.model, loader, self.device)``: the ``.to(device)`` is the program's own
-device choice, handed down, not a placement on the CPU; the port said "the code puts this
-value on the CPU" (TP523).
+file is ``accuracy(self.model, loader, self.device)``: where what callers hand is the
+program's device, the ``.to(device)`` is its own choice, handed down, not a placement on the
+CPU that "the code puts this value on the CPU" (TP523) should name. (There, ``self.device``
+is ``Trainer.device: str = "cpu"``, which no script sets: the CPU, and TP523 stays.)
 
 :func:`given_by_callers` answers for a device expression that names the CPU only through a
 parameter's default: True where that parameter is the sole binding of its name in a
@@ -15,6 +16,9 @@ the file reads as ``C.m(...)`` (``SentimentClassifier.load(path, device=device)`
 there is at least one, and each hands the parameter (by position, with no ``*args`` before
 it, or by keyword) something that does not name the CPU in the caller's scope. Where one call
 leaves it to its default (or passes the CPU), the finding stays: that call places on the CPU.
+An argument ``self.a`` in a method of a class of the file that binds ``a`` to the CPU
+(a class-level default, ``self.a = d`` of a CPU-defaulting ``d``) names the CPU: what
+``Trainer.fit`` hands down from ``Trainer.device: str = "cpu"`` is the CPU where no one sets it.
 Callers in other modules are not seen (a module that imports the function and leaves the
 default gets the CPU, where its own model is too, unless it moves that model itself).
 """

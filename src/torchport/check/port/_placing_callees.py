@@ -14,10 +14,12 @@ body; no earlier statement rebinds ``p`` or ``d``, nor holds a ``return``, ``rai
 ``yield`` (the move always runs). The callee is a module-level function or class
 (its ``__init__``, defined in its own body, with no decorator and no ``__new__``) of the file
 or of a project module imported at the top level, or ``cls`` in a ``classmethod`` of a
-class of the file. :func:`placing_call` answers whether a call hands an argument to a
-moved parameter AND passes its device parameter explicitly with something other than the
-CPU written out (``"cpu"``, ``torch.device("cpu")``): where the device parameter is left to
-its default, the model stays where that default says, and TP501 stays.
+class of the file that no class of the file derives from (its last definition).
+:func:`placing_call` answers whether a call hands an argument to a moved parameter and passes
+its device parameter something that does not name the CPU where the call is (a parameter's
+CPU default does, unless every caller in the file hands a device: ``_given_devices``): there
+the callee places the model (no TP501). Where the device is left to its default, or names the
+CPU, the callee would undo a ``.to(device)``: TP501 reports it, with no fix.
 """
 
 from __future__ import annotations
@@ -210,10 +212,13 @@ def _cls_of_classmethod(func: ast.Name, param: ast.AST, ctx: Context) -> Moved:
                 names = {getattr(d, "id", None) for d in method.decorator_list}
                 if names != {"classmethod"} or first[0].arg != func.id:
                     return ()
-                for other in ctx.tree.body:  # the last definition of that name counts
-                    if isinstance(other, ast.ClassDef) and other.name == cls.name:
-                        cls = other
-                return _init_of(cls)
+                subclassed = any(  # `Sub.load()` runs `Sub`'s `__init__`: not read
+                    isinstance(other, ast.ClassDef)
+                    and any(isinstance(b, ast.Name) and b.id == cls.name for b in other.bases)
+                    for other in ast.walk(ctx.tree)
+                )
+                last = [c for c in ctx.tree.body if getattr(c, "name", None) == cls.name]
+                return () if subclassed or last[-1:] != [cls] else _init_of(cls)
     return ()
 
 
