@@ -184,8 +184,14 @@ def test_a_model_handed_to_a_callee_that_places_it(
     cases = [c for c in cases if _INITS[c[0]][1] or _HANDED[c[1]][1]]  # (see the xfail below)
     runs = _port_and_run([_placing_project(*case) for case in cases])
     for case, (left, fixed, run) in zip(cases, runs, strict=True):
-        init, handed, _, _ = case
+        init, handed, built, module = case
         placed = _INITS[init][1] and _HANDED[handed][1]
+        if built == "in a classmethod" and module and _INITS[init][1]:
+            # `Clf.load(...)` called from another module: the port of `clf.py` does not see
+            # what its callers hand `load`'s `device` (its default is the CPU): reported, as
+            # `SentimentClassifier.load` is, whatever the caller hands
+            assert [f.code for f in left if "the CPU here" in f.message] == ["TP501"], left
+            continue
         # (TP523 on `clf.run(x)` where `Clf` is another module's: another class, not this)
         left = [f for f in left if f.code == "TP501"]
         _check(case, set() if placed else {"TP501"}, left, fixed & {"TP501"}, run)
@@ -268,17 +274,17 @@ _CALLS = {  # how one call hands the device; True: the program's device
     "attribute given": ("Runner(device)", True),
     "attribute default": ("Default()", False),
 }
-_RUNNERS = (
-    "\n\nclass Runner:\n    def __init__(self, device):\n        self.device = device\n\n"
-    "    def go(self, model):\n        return accuracy(model, torch.ones(2, 3), self.device)\n"
-    "\n\nclass Default:\n    device: str = 'cpu'\n\n"
-    "    def go(self, model):\n        return accuracy(model, torch.ones(2, 3), self.device)\n"
-)
+_RUNNERS = {  # (each class's `go` calls `accuracy`: written only where the case uses it)
+    "attribute given": "\n\nclass Runner:\n    def __init__(self, device):\n"
+    "        self.device = device\n",
+    "attribute default": "\n\nclass Default:\n    device: str = 'cpu'\n",
+}
+_GO = "\n    def go(self, model):\n        return accuracy(model, torch.ones(2, 3), self.device)\n"
 
 
 def _device_parameter_program(calls: list[str]) -> dict[str, str]:
     body = "\n\ndef accuracy(model, xs, device: str = 'cpu'):\n    return model(xs.to(device))\n"
-    body += _RUNNERS if any(how.startswith("attribute") for how in calls) else ""
+    body += "".join(_RUNNERS[how] + _GO for how in sorted(set(calls) & set(_RUNNERS)))
     body += "\n\nmodel = Net().to(device)\n"
     for how in calls:
         given = _CALLS[how][0]
