@@ -34,6 +34,7 @@ import ast
 from torchport.check.port._call_sites import partial_target
 from torchport.check.port._device_flow import PortScope
 from torchport.check.port._facts import PortFacts
+from torchport.check.port._given_devices import cpu_here
 from torchport.check.port._loop_items import loop_target, named_items
 from torchport.check.port._workers import idle_worker
 
@@ -413,6 +414,7 @@ def _builds_model(node: ast.expr, facts: PortFacts, scope: object) -> bool:
 def cpu_placements(facts: PortFacts) -> list[ast.Call]:
     """Calls that move or make a value on the CPU where the value meets the model."""
     found: list[ast.Call] = []
+    cpu = cpu_here(facts)
     for scope in facts.scopes:
         if scope.internal:
             continue
@@ -420,8 +422,9 @@ def cpu_placements(facts: PortFacts) -> list[ast.Call]:
         for node in scope.nodes:
             if not (isinstance(node, ast.Call) and id(node) in meets):
                 continue
-            if facts.to_cpu(node, scope) or any(
-                k.arg == "device" and facts.names_cpu(k.value, scope) for k in node.keywords
-            ):
-                found.append(node)
+            target = node.args[0] if facts.to_cpu(node, scope) and node.args else None
+            targets = [k.value for k in node.keywords if k.arg == "device"]
+            targets = [target] if target is not None else targets
+            if any(cpu(t, scope) for t in targets):
+                found.append(node)  # (not a parameter every caller hands a device: theirs)
     return found

@@ -44,6 +44,7 @@ from torchport.check.port._calls import (
     moves_to_program_device,
 )
 from torchport.check.port._class_attributes import ClassAttributes
+from torchport.check.port._class_factories import object_factory
 from torchport.check.port._command_line import CommandLine
 from torchport.check.port._container_items import ContainerItems
 from torchport.check.port._data_copies import copies_a_sequence
@@ -331,6 +332,9 @@ class ValueKinds:
         if facts.cpu_tensor_call(call):
             return Kind.TENSOR  # `make_mask(n)`: a function returning a CPU tensor
         func = call.func
+        made = object_factory(call, self.ctx)  # `Vocabulary.from_stoi(d)`: a plain class's
+        if made is not None:  # instance; another method of a project class: not known
+            return Kind.OTHER if made else Kind.UNKNOWN
         if isinstance(func, ast.Attribute) and not self._module_name(func.value):
             return self._method(call, func)
         name = self.ctx.qualname(func)

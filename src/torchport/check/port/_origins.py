@@ -10,11 +10,10 @@ sorts the places left:
 * answered elsewhere: a torch factory the fix rules move (TP503), a batch, an
   argument or a loop variable the batch plan moves or reports (TP502/TP520);
 * made by another library (``transforms.ToTensor()(img)``, ``scaler.transform(x)``): TP521;
-* anything else (a function's result, the project's own modules' too, ``torch.load(...)``,
-  ``self.data``, a ``with`` target): TP523 reports those.
+* anything else (a function's result, the project's own modules' and classes' methods
+  too, ``torch.load(...)``, ``self.data``, a ``with`` target): TP523 reports those.
 
-A value a port rule converts and moves (``torch.tensor(scaler.transform(x))``)
-is answered by that rule, not reported as a library's.
+A value a port rule converts and moves is that rule's: ``torch.tensor(scaler.transform(x))``.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
+from torchport.check.port._class_factories import object_factory
 from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
@@ -359,8 +359,9 @@ class Origins:
             return [o for a in handed for o in self.of(a)]
         kind = kinds.of(call)
         if kind is Kind.LIBRARY:  # (a project module's function: the port read it, in vain)
-            own = self.facts.project.own_function(call.func)
-            return [Origin(call, f"`{_callee(call)}`", library=not own)]
+            own = object_factory(call, self.ctx) is not None  # (a project class's method too)
+            own = own or self.facts.project.own_function(call.func)
+            return [Origin(call, f"`{_short(call.func)}`", library=not own)]
         if kind in (Kind.TENSOR, Kind.BATCH) and name.startswith("torch."):
             inputs = [a for a in call.args if not isinstance(a, ast.Starred)]
             return [o for a in inputs for o in self.of(a)]  # made from its inputs
@@ -464,12 +465,11 @@ class Origins:
         return key in scope.sink_nodes or key in scope.reach_values
 
     def _origin(self, expr: ast.expr) -> Origin:
-        text = ast.unparse(expr)
-        return Origin(expr, f"`{text if len(text) <= 40 else text[:37] + '...'}`", library=False)
+        return Origin(expr, f"`{_short(expr)}`", library=False)
 
 
-def _callee(call: ast.Call) -> str:
-    text = ast.unparse(call.func)
+def _short(node: ast.AST) -> str:
+    text = ast.unparse(node)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

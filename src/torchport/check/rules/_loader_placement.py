@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["PLACED_BY_LOADER", "placed_by_loader"]
+from torchport.check._context import Context
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.rules._port import PortFacts
+
+__all__ = ["PLACED_BY_LOADER", "never_given_inputs", "placed_by_loader"]
 
 # `.to()` raises for an 8-bit model and undoes a split over devices.
 PLACED_BY_LOADER = (
@@ -53,3 +59,29 @@ def _literal_keys(value: ast.expr) -> list[str] | None:
     if len(keys) != len(value.keys) or not all(isinstance(k, str) for k in keys):
         return None
     return [str(k) for k in keys]
+
+
+def never_given_inputs(expr: ast.AST, ctx: Context, facts: PortFacts) -> bool:
+    """Whether a model bound to a name is only read for attributes (``model.config``): never
+    called, never handed on, so there are no inputs to move to where its loader put it."""
+    from torchport.check.port._device_flow import NOT_FORWARD  # on first use
+
+    holder = ctx.scopes.parent(expr)
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(holder.targets[0], ast.Name)
+    ):
+        return False
+    name = holder.targets[0].id
+    reads = facts.structure.loads_of(name) if facts.structure.walked else ctx.scopes.loads_of(name)
+    for read in reads:
+        if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, holder.targets[0]):
+            continue  # another variable of that name
+        up = ctx.scopes.parent(read)
+        if not isinstance(up, ast.Attribute) or up.value is not read:
+            return False  # called, passed on, stored: it may run
+        call = ctx.scopes.parent(up)
+        if isinstance(call, ast.Call) and call.func is up and up.attr not in NOT_FORWARD:
+            return False  # `model.generate(x)`
+    return True

@@ -7,7 +7,11 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loader_placement import PLACED_BY_LOADER, placed_by_loader
+from torchport.check.rules._loader_placement import (
+    PLACED_BY_LOADER,
+    never_given_inputs,
+    placed_by_loader,
+)
 from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE, short_call
 from torchport.check.semantic._guards import Guard, device_guard
@@ -18,6 +22,11 @@ if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
 
 
+_DEFAULTED = (
+    "hand the program's device to the callee this model goes to: it moves the model to its "
+    "`{param}`, which is the CPU here (left to its default, or given the CPU; a `.to(device)` "
+    "here would be undone)"
+)
 _OWN = "the program places its model itself (`{call}`, line {line}): left as it is, not moved"
 
 
@@ -44,8 +53,12 @@ class ModelNotOnDevice(Rule):
     attributes such as `model.config`): then there are no inputs to move.
     A model whose class (of the file or of the project's own modules) defines
     its own `to` is reported, never moved: `.to(device)` would call that method.
-    A model the program puts on the CPU itself (`Net().cpu()`, `.to("cpu")`) is left
-    there, and the port's moves in the file are reported, not written (TP503 names it).
+    A model handed to a project callable that moves it to the device it is handed
+    (`cls(model, device=device)` whose `__init__` runs `self.model = model.to(device)`) is
+    placed there: not reported; where that device is left to its default or the CPU,
+    reported, not moved (the callee would undo it). A model the program puts on the CPU itself
+    (`Net().cpu()`, `.to("cpu")`) is left there, and the port's moves in the file are
+    reported, not written (TP503 names it).
     """
 
     code = "TP501"
@@ -107,11 +120,17 @@ class ModelNotOnDevice(Rule):
         if scope is None:
             return
         expr = _the_whole_model_expression(node, facts)
-        if expr is None or _dropped_or_moved_later(expr, scope, facts):
+        from torchport.check.port._placing_callees import placed_by_callee  # on first use
+
+        handed = placed_by_callee(expr, facts, scope)  # "": a callee places it; a name: the CPU
+        if expr is None or handed == "" or _dropped_or_moved_later(expr, scope, facts):
+            return
+        if handed:  # `Clf(Net())` whose `__init__` runs `model.to(device)`, `device="cpu"`
+            yield ctx.finding(self, node, message=_DEFAULTED.format(param=handed))
             return
         placed = placed_by_loader(node)
         if placed is not None:
-            if not _never_given_inputs(expr, ctx, facts):
+            if not never_given_inputs(expr, ctx, facts):
                 yield ctx.finding(self, node, message=PLACED_BY_LOADER.format(placed=placed))
             return
         if device_guard(node, ctx, arms=False) is Guard.AVAILABILITY:
@@ -125,32 +144,6 @@ class ModelNotOnDevice(Rule):
         name, edits = found
         fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
-
-
-def _never_given_inputs(expr: ast.AST, ctx: Context, facts: PortFacts) -> bool:
-    """Whether a model bound to a name is only read for attributes (``model.config``): never
-    called, never handed on, so there are no inputs to move to where its loader put it."""
-    from torchport.check.port._device_flow import NOT_FORWARD  # on first use
-
-    holder = ctx.scopes.parent(expr)
-    if not (
-        isinstance(holder, ast.Assign)
-        and len(holder.targets) == 1
-        and isinstance(holder.targets[0], ast.Name)
-    ):
-        return False
-    name = holder.targets[0].id
-    reads = facts.structure.loads_of(name) if facts.structure.walked else ctx.scopes.loads_of(name)
-    for read in reads:
-        if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, holder.targets[0]):
-            continue  # another variable of that name
-        up = ctx.scopes.parent(read)
-        if not isinstance(up, ast.Attribute) or up.value is not read:
-            return False  # called, passed on, stored: it may run
-        call = ctx.scopes.parent(up)
-        if isinstance(call, ast.Call) and call.func is up and up.attr not in NOT_FORWARD:
-            return False  # `model.generate(x)`
-    return True
 
 
 def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope | None:

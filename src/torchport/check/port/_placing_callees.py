@@ -1,0 +1,306 @@
+"""Project callables that move a model they are handed to the device they are handed.
+
+``cls(model, vocab, device=device)`` in ``SentimentClassifier.load`` of
+aamirmalik-dr/text-sentiment-lstm, whose ``__init__`` begins
+``self.model = model.to(device).eval()``: the model built in ``load`` is placed there, by
+the class, on the device the caller hands it. TP501's ``Net().to(device)`` would be undone
+by that move (the class puts the model where its ``device`` says), so it is noise.
+
+A **moved parameter** of a function is one a statement of the function's own body (not
+inside an ``if``, a loop, a ``try`` or a nested function) moves with ``p.to(d)`` or
+``p.to(device=d)`` (alone, or first in a chain of model methods: ``.to(d).eval()``), where
+``d`` is another parameter of the function, or ``self.a`` bound from one earlier in that
+body; no earlier statement rebinds ``p`` or ``d``, nor holds a ``return``, ``raise`` or
+``yield`` (the move always runs). The callee is a module-level function or class
+(its ``__init__``, defined in its own body, with no decorator and no ``__new__``) of the file
+or of a project module imported at the top level, or ``cls`` in a ``classmethod`` of a
+class of the file that no class of the file derives from (its last definition).
+:func:`placing_call` answers whether a call hands an argument to a moved parameter and passes
+its device parameter something that does not name the CPU where the call is (a parameter's
+CPU default does, unless every caller in the file hands a device: ``_given_devices``): there
+the callee places the model (no TP501). Where the device is left to its default, or names the
+CPU, the callee would undo a ``.to(device)``: TP501 reports it, with no fix.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from torchport.check._context import Context
+from torchport.check.port._device_flow import NOT_FORWARD
+from torchport.check.port._given_devices import cpu_here
+from torchport.check.port._module_files import module_facts
+from torchport.check.port._script_path import module_function_called, script_lookups
+from torchport.check.semantic._binding import BindingKind
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortFacts, PortScope
+
+__all__ = ["moved_parameters_of", "placed_by_callee", "placing_call"]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_CHAIN = frozenset({"eval", "train", "float", "double", "half", "bfloat16", "requires_grad_"})
+_BINDS = (ast.Expr, ast.Assign, ast.AnnAssign)
+_EXITS = (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)
+# ((moved position, moved name), (device position, device name)); position -1: keyword-only
+Moved = tuple[tuple[tuple[int, str], tuple[int, str]], ...]
+_CACHE: dict[str, tuple[tuple[int, int], dict[str, Moved]]] = {}
+CpuTest = Callable[[ast.expr], bool]  # whether a device expression names the CPU there
+
+
+def moved_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, shift: int = 0) -> Moved:
+    """``func``'s moved parameters and the parameters they are moved to (module text);
+    ``shift``: positions counted without the first ``shift`` parameters (``self``)."""
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    params = {*positional, *(p.arg for p in a.kwonlyargs)}
+
+    def where(name: str) -> tuple[int, str]:
+        return (positional.index(name) - shift if name in positional else -1, name)
+
+    own = (positional or [""])[0] if shift else ""
+    rebound: set[str] = set()
+    attributes: dict[str, str] = {}  # `self.device = device`: `self.device` is `device`
+    found: list[tuple[tuple[int, str], tuple[int, str]]] = []
+    for stmt in func.body:
+        moved = _moved_by(stmt, own, attributes)
+        if moved is not None:
+            p, d = moved
+            if p in params and d in params and not {p, d} & rebound:
+                found.append((where(p), where(d)))
+        nodes = list(_own_nodes(stmt))
+        if any(isinstance(n, _EXITS) for n in nodes):
+            break  # what follows may not run
+        for n in nodes:
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                rebound.add(n.id)
+            elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                attributes.pop(n.attr, None)
+            elif isinstance(n, ast.Call) and _attribute_of(n.func, own):
+                attributes.clear()  # `self.reset()` may set any attribute
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and _attribute_of(stmt.targets[0], own)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id in params
+            and stmt.value.id not in rebound
+        ):
+            attributes[stmt.targets[0].attr] = stmt.value.id  # type: ignore[attr-defined]
+    return tuple(found)
+
+
+def _moved_by(stmt: ast.stmt, own: str, attributes: dict[str, str]) -> tuple[str, str] | None:
+    """(moved name, device name) of ``p.to(d)`` heading ``stmt``'s value, if it is one."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, _BINDS) else None
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _CHAIN
+    ):
+        value = value.func.value
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "to"
+        and isinstance(value.func.value, ast.Name)
+    ):
+        return None
+    targets = [*value.args[:1], *(k.value for k in value.keywords if k.arg == "device")]
+    if len(targets) != 1 or len(value.args) > 1:
+        return None  # `.to(d, dtype)`, `.to(other_tensor)`-like forms: not read
+    target = targets[0]
+    if isinstance(target, ast.Name):
+        return value.func.value.id, target.id
+    if _attribute_of(target, own) and target.attr in attributes:  # type: ignore[attr-defined]
+        return value.func.value.id, attributes[target.attr]  # type: ignore[attr-defined]
+    return None
+
+
+def _attribute_of(node: ast.AST, own: str) -> bool:
+    return (
+        bool(own)
+        and isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == own
+    )
+
+
+def _own_nodes(stmt: ast.AST) -> list[ast.AST]:
+    found, todo = [], [stmt]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+    return found
+
+
+def _init_of(cls: ast.ClassDef) -> Moved:
+    """The moved parameters of ``cls``'s own ``__init__`` (() where it is not plain)."""
+    if cls.decorator_list or cls.keywords:
+        return ()  # a dataclass writes its own `__init__`; a metaclass may call another
+    init = None
+    for stmt in cls.body:
+        if isinstance(stmt, _FUNCTIONS) and stmt.name == "__new__":
+            return ()
+        if isinstance(stmt, _FUNCTIONS) and stmt.name == "__init__":
+            init = stmt
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id == "__init__" for t in targets):
+                init = None
+    if init is None or init.decorator_list:
+        return ()
+    return moved_parameters_of(init, shift=1)
+
+
+def _callables_of(tree: ast.Module) -> dict[str, Moved]:
+    found: dict[str, Moved] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCTIONS):
+            found[stmt.name] = () if stmt.decorator_list else moved_parameters_of(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            found[stmt.name] = _init_of(stmt)  # the last definition counts
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    found.pop(node.id, None)
+                elif isinstance(node, ast.alias):
+                    found.pop((node.asname or node.name).split(".")[0], None)
+    return found
+
+
+def _moved_of_call(call: ast.Call, ctx: Context) -> Moved:
+    """The moved parameters of what ``call`` calls (module text); () when not known."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        binding = ctx.scopes.binding_at(func)
+        if binding is None:
+            return ()
+        if binding.kind is BindingKind.PARAMETER:
+            return _cls_of_classmethod(func, binding.node, ctx)
+        if binding.scope is ctx.scopes.module and binding.kind in (
+            BindingKind.CLASS,
+            BindingKind.DEF,
+        ):
+            key = "placing_callees.own"
+            own = ctx.memo.get(key)
+            if own is None:
+                own = ctx.memo[key] = _callables_of(ctx.tree)
+            return own.get(func.id, ())  # type: ignore[attr-defined,no-any-return]
+    callee = module_function_called(call, ctx)
+    if callee is None or callee[1] is None:
+        return ()
+    name, path = callee[0], callee[1]
+    return module_facts(path, script_lookups(ctx), _CACHE, _callables_of, {}).get(name, ())
+
+
+def _cls_of_classmethod(func: ast.Name, param: ast.AST, ctx: Context) -> Moved:
+    """``cls(...)`` where ``cls`` is the first parameter of a ``classmethod`` of a
+    module-level class of the file: that class's ``__init__``."""
+    for cls in ctx.tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for method in cls.body:
+            if not isinstance(method, _FUNCTIONS):
+                continue
+            first = [*method.args.posonlyargs, *method.args.args][:1]
+            if first and first[0] is param:
+                names = {getattr(d, "id", None) for d in method.decorator_list}
+                if names != {"classmethod"} or first[0].arg != func.id:
+                    return ()
+                subclassed = any(  # `Sub.load()` runs `Sub`'s `__init__`: not read
+                    isinstance(other, ast.ClassDef)
+                    and any(isinstance(b, ast.Name) and b.id == cls.name for b in other.bases)
+                    for other in ast.walk(ctx.tree)
+                )
+                last = [c for c in ctx.tree.body if getattr(c, "name", None) == cls.name]
+                return () if subclassed or last[-1:] != [cls] else _init_of(cls)
+    return ()
+
+
+def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
+    """What ``call`` hands to the parameter (``position``, ``name``); None: nothing, or
+    not known (a ``*args`` before it)."""
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    if position < 0:
+        return None
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if i == position:
+            return arg
+    return None
+
+
+def placing_call(call: ast.Call, arg: ast.expr, ctx: Context, cpu: CpuTest) -> str | None:
+    """Whether ``call`` hands ``arg`` to a moved parameter of a project callable: ``""``
+    where it passes the device that parameter is moved to, something ``cpu`` does not take
+    for the CPU (module text; a constant other than a device string is taken for it); else
+    the device parameter's name (the callee moves it where its default, or the CPU, says: a
+    ``.to(device)`` before would be undone); None: no such call."""
+    for (p_at, p), (d_at, d) in _moved_of_call(call, ctx):
+        if _argument(call, p_at, p) is arg:
+            device = _argument(call, d_at, d)
+            if device is None or (isinstance(device, ast.Constant) and device.value is None):
+                return d
+            return d if cpu(device) else ""
+    return None
+
+
+def handed_to_placing_callee(
+    expr: ast.expr, ctx: Context, not_forward: frozenset[str], cpu: CpuTest
+) -> str | None:
+    """:func:`placing_call`'s answer where the model ``expr`` builds is handed to a call
+    (written in it, or bound to a name whose first use past attribute reads and
+    ``not_forward`` methods, ``model.load_state_dict(...)``, is that hand-over); else None."""
+    holder = ctx.scopes.parent(expr)
+    if isinstance(holder, ast.Call) and expr in holder.args:
+        return placing_call(holder, expr, ctx, cpu)
+    if isinstance(holder, ast.keyword):
+        call = ctx.scopes.parent(holder)
+        return placing_call(call, expr, ctx, cpu) if isinstance(call, ast.Call) else None
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(holder.targets[0], ast.Name)
+    ):
+        return None
+    target = holder.targets[0]
+    binding = ctx.scopes.resolve(target.id, target)
+    reads = sorted(
+        (
+            r
+            for r in ctx.scopes.loads_of(target.id)
+            if ctx.scopes.resolve(target.id, r) is binding
+            and (r.lineno, r.col_offset) > (holder.end_lineno or 0, holder.end_col_offset or 0)
+        ),
+        key=lambda r: (r.lineno, r.col_offset),
+    )
+    for read in reads:
+        up = ctx.scopes.parent(read)
+        if isinstance(up, ast.keyword):
+            up = ctx.scopes.parent(up)
+        if isinstance(up, ast.Call) and up.func is not read:
+            return placing_call(up, read, ctx, cpu)
+        if not (isinstance(up, ast.Attribute) and up.value is read):
+            return None  # called, stored, returned: it may run before it is handed over
+        call = ctx.scopes.parent(up)
+        if isinstance(call, ast.Call) and call.func is up and up.attr not in not_forward:
+            return None  # `model.generate(x)`: run on the CPU first
+    return None
+
+
+def placed_by_callee(expr: ast.AST | None, facts: PortFacts, at: PortScope) -> str | None:
+    """TP501's question: the model ``expr`` builds in ``at`` handed to a project callable
+    that moves it: "" where it is given a device not the CPU (``_given_devices.cpu_here``),
+    else that callable's device parameter's name; None: not handed to one."""
+    if not isinstance(expr, ast.expr):
+        return None
+    cpu = cpu_here(facts)
+    return handed_to_placing_callee(expr, facts.ctx, NOT_FORWARD, lambda d: cpu(d, at))
