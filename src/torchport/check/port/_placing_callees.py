@@ -28,6 +28,7 @@ import ast
 from collections.abc import Callable
 
 from torchport.check._context import Context
+from torchport.check._nodes import sole_target
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._given_devices import cpu_here
 from torchport.check.port._module_files import module_facts
@@ -265,13 +266,9 @@ def handed_to_placing_callee(
     if isinstance(holder, ast.keyword):
         call = ctx.scopes.parent(holder)
         return placing_call(call, expr, ctx, cpu) if isinstance(call, ast.Call) else None
-    if not (
-        isinstance(holder, ast.Assign)
-        and len(holder.targets) == 1
-        and isinstance(holder.targets[0], ast.Name)
-    ):
+    target = sole_target(holder)
+    if target is None or not isinstance(holder, ast.stmt):
         return None
-    target = holder.targets[0]
     binding = ctx.scopes.resolve(target.id, target)
     reads = sorted(
         (

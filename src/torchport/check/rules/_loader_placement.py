@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
+from torchport.check._nodes import sole_target
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -66,17 +67,13 @@ def never_given_inputs(expr: ast.AST, ctx: Context, facts: PortFacts) -> bool:
     called, never handed on, so there are no inputs to move to where its loader put it."""
     from torchport.check.port._device_flow import NOT_FORWARD  # on first use
 
-    holder = ctx.scopes.parent(expr)
-    if not (
-        isinstance(holder, ast.Assign)
-        and len(holder.targets) == 1
-        and isinstance(holder.targets[0], ast.Name)
-    ):
+    target = sole_target(ctx.scopes.parent(expr))
+    if target is None:
         return False
-    name = holder.targets[0].id
+    name = target.id
     reads = facts.structure.loads_of(name) if facts.structure.walked else ctx.scopes.loads_of(name)
     for read in reads:
-        if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, holder.targets[0]):
+        if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, target):
             continue  # another variable of that name
         up = ctx.scopes.parent(read)
         if not isinstance(up, ast.Attribute) or up.value is not read:
