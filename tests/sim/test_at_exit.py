@@ -15,6 +15,7 @@ program's last line printed. Each case aborts without the drain at exit (``_at_e
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -123,3 +124,25 @@ def test_a_program_ended_by_a_full_device_shows_its_own_error_only() -> None:
     assert done.stderr.count("Traceback") == 1, done.stderr[-3000:]
     assert "atexit" not in done.stderr, done.stderr[-3000:]
     assert done.stderr.rstrip().splitlines()[-1].startswith("torch.OutOfMemoryError"), done.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_a_program_with_no_backward_starts_no_thread_at_exit() -> None:
+    """Without a backward on the device, autograd's thread for it was never started, and the
+    exit does not start it (a thread made at exit has only the interpreter's teardown to race
+    with); after a backward, the drain runs on the thread that exists."""
+    source = textwrap.dedent("""
+        import atexit, os
+        import torch
+        threads = lambda: len(os.listdir("/proc/self/task"))
+        atexit.register(lambda: print("at the end", threads(), flush=True))  # runs last
+        from torchport.testing import simulate_accelerator
+        dev = simulate_accelerator()
+        model = torch.nn.Linear(4, 4).to(dev)
+        print(float(model(torch.ones(2, 4, device=dev)).sum()) != 0.0)
+        print("program done", threads(), flush=True)
+        """)
+    done = _run(source)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines()[1:])
+    assert lines["at the end"] == lines["program done"], done.stdout

@@ -43,10 +43,11 @@ calling ``backward()``)."""
 def drain_backward(device: torch.device) -> None:
     """Wait until autograd's thread for ``device`` has finished every backward queued on it
     and dropped every graph it held; a no-op in a forked child, where autograd's threads are
-    not usable, and in a process that never put a tensor on the device (no graph there);
+    not usable, and in a process where no tensor on the device was made off the main thread
+    (no backward ran there: the drain would start autograd's thread for it at exit);
     with the device full (a memory limit reached), only the wait for threads in backward."""
-    if not LEDGER.storages_charged():
-        return  # and its first tensor would cost a third of a second of imports
+    if not LEDGER.made_off_the_main_thread():
+        return  # no backward ran on the device: autograd's thread for it was never started
     with (
         torch.inference_mode(False),
         torch.enable_grad(),

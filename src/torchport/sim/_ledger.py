@@ -39,6 +39,7 @@ class Ledger:
         self._allocated = 0
         self._peak = 0
         self._charged = 0  # storages ever charged: never reset, never given back
+        self._off_main = False  # a tensor was ever made on a thread not the main one
         self._lock = threading.Lock()
 
     def figures(self) -> MemoryFigures:
@@ -51,6 +52,11 @@ class Ledger:
         (a program that never put a tensor there: 0, whatever it reset or freed)."""
         with self._lock:
             return self._charged
+
+    def made_off_the_main_thread(self) -> bool:
+        """Whether a simulated tensor was ever made on a thread other than the main one:
+        autograd's own thread for the device (a backward's gradients), or the program's."""
+        return self._off_main
 
     def reset_peak(self) -> None:
         """Start the peak again from what is allocated now."""
@@ -77,6 +83,8 @@ class Ledger:
                 "TORCHDYNAMO_DISABLE=1, or compile it on the CPU"
             ) from error
         nbytes = storage.nbytes()
+        if not self._off_main and threading.current_thread() is not threading.main_thread():
+            self._off_main = True
         with self._lock:
             entry = self._held.get(key)
             if entry is None:
