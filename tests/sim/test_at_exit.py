@@ -146,3 +146,20 @@ def test_a_program_with_no_backward_starts_no_thread_at_exit() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines()[1:])
     assert lines["at the end"] == lines["program done"], done.stdout
+
+
+def test_noting_a_tensor_made_off_the_main_thread_registers_no_thread() -> None:
+    """The note the drain reads is taken on autograd's own C++ thread: asking ``threading`` who
+    runs there would register that thread as a dummy one, and ``audit()`` would then report
+    "1 other thread ran meanwhile" after every backward on the device."""
+    source = textwrap.dedent("""
+        import threading
+        import torch
+        from torchport.sim._ledger import LEDGER
+        from torchport.testing import simulate_accelerator
+        dev = simulate_accelerator()
+        w = torch.ones(3, device=dev, requires_grad=True)
+        (w * 2).sum().backward()
+        print(LEDGER.made_off_the_main_thread(), len(threading.enumerate()), flush=True)
+        """)
+    _assert_clean_exit(_run(source), "True 1")

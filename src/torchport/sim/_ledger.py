@@ -83,7 +83,9 @@ class Ledger:
                 "TORCHDYNAMO_DISABLE=1, or compile it on the CPU"
             ) from error
         nbytes = storage.nbytes()
-        if not self._off_main and threading.current_thread() is not threading.main_thread():
+        # (`get_ident`, not `current_thread()`, which would register autograd's C++ thread
+        # with `threading` as a dummy thread: audit() then reports it as another thread)
+        if not self._off_main and threading.get_ident() != threading.main_thread().ident:
             self._off_main = True
         with self._lock:
             entry = self._held.get(key)
