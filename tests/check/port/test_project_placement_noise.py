@@ -181,12 +181,11 @@ def _placing_project(init: str, handed: str, built: str, module: bool) -> dict[s
 def test_a_model_handed_to_a_callee_that_places_it(
     cases: list[tuple[str, str, bool, bool]],
 ) -> None:
-    cases = [c for c in cases if _INITS[c[0]][1] or _HANDED[c[1]][1]]  # (see the xfail below)
     runs = _port_and_run([_placing_project(*case) for case in cases])
     for case, (left, fixed, run) in zip(cases, runs, strict=True):
         init, handed, built, module = case
         placed = _INITS[init][1] and _HANDED[handed][1]
-        if built == "in a classmethod" and module and _INITS[init][1]:
+        if built == "in a classmethod" and module:
             # `Clf.load(...)` called from another module: the port of `clf.py` does not see
             # what its callers hand `load`'s `device` (its default is the CPU): reported, as
             # `SentimentClassifier.load` is, whatever the caller hands
@@ -197,17 +196,19 @@ def test_a_model_handed_to_a_callee_that_places_it(
         _check(case, set() if placed else {"TP501"}, left, fixed & {"TP501"}, run)
 
 
-@pytest.mark.xfail(strict=True, reason="not closed: `.to(self.device)` of a CPU attribute")
-@pytest.mark.parametrize("handed", ["default", "cpu"])
-def test_a_class_that_keeps_the_model_and_a_cpu_device(handed: str) -> None:
-    """A class that keeps the model where it is given and moves inputs to its own
-    ``self.device``, left to its ``"cpu"`` default or given ``"cpu"``: TP501's fix puts the
-    model on the device, the class's ``x.to(self.device)`` keeps the inputs on the CPU, and
-    the port leaves nothing (352c5bf6 too): the port's output stops on ``sim``. Needs: a
-    ``.to(self.a)`` whose attribute is bound only to the CPU (a default, an argument) taken
-    for a CPU placement (TP523), as ``_given_devices._cpu_attribute`` reads such attributes."""
-    ((left, fixed, run),) = _port_and_run([_placing_project("kept", handed, _BUILT[0], False)])
-    assert _on_the_device(run) == (not left), (run, left, fixed)
+@pytest.mark.parametrize("handed", sorted(_HANDED))
+@pytest.mark.parametrize("module", [False, True])
+def test_a_class_that_keeps_the_model_and_moves_its_inputs(handed: str, module: bool) -> None:
+    """A class that keeps the model where it is given and moves its inputs to its own
+    ``self.device``: handed the program's device, TP501's fix moves the model and the port
+    runs on the accelerator; left to its ``"cpu"`` default or given ``"cpu"``, TP501 is
+    reported with no fix (a moved model would meet the class's CPU inputs), and the port
+    stays on the CPU, as the finding says (8e497a0b left nothing and stopped on ``sim``)."""
+    ((left, fixed, run),) = _port_and_run([_placing_project("kept", handed, _BUILT[0], module)])
+    left = [f for f in left if f.code == "TP501"]
+    _check(("kept", handed, module), {"TP501"}, left, fixed & {"TP501"}, run)
+    assert bool(left) == (not _HANDED[handed][1]), left
+    assert all("inputs" in f.message for f in left), left
 
 
 # ---------------------------------------------------------------- 2. a classmethod's object

@@ -20,6 +20,15 @@ its device parameter something that does not name the CPU where the call is (a p
 CPU default does, unless every caller in the file hands a device: ``_given_devices``): there
 the callee places the model (no TP501). Where the device is left to its default, or names the
 CPU, the callee would undo a ``.to(device)``: TP501 reports it, with no fix.
+
+A **kept parameter** of a class's ``__init__`` is one stored as it is (``self.model =
+model``) beside a device parameter stored too (``self.device = device``), in a class whose
+other methods move what they are given to that attribute (``x.to(self.device)``): the class
+keeps the model where it was handed and brings its inputs to its own device. Handed the
+program's device, the model must be moved by its caller (TP501's fix stands); left to its
+default, or given the CPU, the class's inputs stay on the CPU and a moved model would meet
+them there: TP501 reports it, with no fix (a program the port left running on the CPU, not
+one it broke).
 """
 
 from __future__ import annotations
@@ -46,15 +55,23 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _CHAIN = frozenset({"eval", "train", "float", "double", "half", "bfloat16", "requires_grad_"})
 _BINDS = (ast.Expr, ast.Assign, ast.AnnAssign)
 _EXITS = (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)
-# ((moved position, moved name), (device position, device name)); position -1: keyword-only
-Moved = tuple[tuple[tuple[int, str], tuple[int, str]], ...]
+# ((moved position, moved name), (device position, device name), kept); position -1:
+# keyword-only; kept: stored as it is, the class moving its inputs to the device instead
+Moved = tuple[tuple[tuple[int, str], tuple[int, str], bool], ...]
 _CACHE: dict[str, tuple[tuple[int, int], dict[str, Moved]]] = {}
 CpuTest = Callable[[ast.expr], bool]  # whether a device expression names the CPU there
 
 
-def moved_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, shift: int = 0) -> Moved:
+def moved_parameters_of(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    *,
+    shift: int = 0,
+    kept_to: frozenset[str] | None = None,
+) -> Moved:
     """``func``'s moved parameters and the parameters they are moved to (module text);
-    ``shift``: positions counted without the first ``shift`` parameters (``self``)."""
+    ``shift``: positions counted without the first ``shift`` parameters (``self``);
+    ``kept_to``: the attributes the class's other methods move their values to (an
+    ``__init__``'s kept parameters, each with every device parameter stored to one)."""
     a = func.args
     positional = [p.arg for p in (*a.posonlyargs, *a.args)]
     params = {*positional, *(p.arg for p in a.kwonlyargs)}
@@ -65,13 +82,14 @@ def moved_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, shift: 
     own = (positional or [""])[0] if shift else ""
     rebound: set[str] = set()
     attributes: dict[str, str] = {}  # `self.device = device`: `self.device` is `device`
-    found: list[tuple[tuple[int, str], tuple[int, str]]] = []
+    stored: dict[str, str] = {}  # `self.model = model`, never rebound after
+    found: list[tuple[tuple[int, str], tuple[int, str], bool]] = []
     for stmt in func.body:
         moved = _moved_by(stmt, own, attributes)
         if moved is not None:
             p, d = moved
             if p in params and d in params and not {p, d} & rebound:
-                found.append((where(p), where(d)))
+                found.append((where(p), where(d), False))
         nodes = list(_own_nodes(stmt))
         if any(isinstance(n, _EXITS) for n in nodes):
             break  # what follows may not run
@@ -80,8 +98,10 @@ def moved_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, shift: 
                 rebound.add(n.id)
             elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
                 attributes.pop(n.attr, None)
+                stored.pop(n.attr, None)
             elif isinstance(n, ast.Call) and _attribute_of(n.func, own):
                 attributes.clear()  # `self.reset()` may set any attribute
+                stored.clear()
         if (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
@@ -91,6 +111,12 @@ def moved_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, shift: 
             and stmt.value.id not in rebound
         ):
             attributes[stmt.targets[0].attr] = stmt.value.id  # type: ignore[attr-defined]
+            stored[stmt.targets[0].attr] = stmt.value.id  # type: ignore[attr-defined]
+    if kept_to is not None:
+        devices = {d for a, d in stored.items() if a in kept_to}
+        moved_names = {p for (_, p), _, _ in found}
+        for p in sorted(set(stored.values()) - devices - moved_names):
+            found.extend((where(p), where(d), True) for d in sorted(devices))
     return tuple(found)
 
 
@@ -155,7 +181,31 @@ def _init_of(cls: ast.ClassDef) -> Moved:
                 init = None
     if init is None or init.decorator_list:
         return ()
-    return moved_parameters_of(init, shift=1)
+    return moved_parameters_of(init, shift=1, kept_to=_inputs_moved_to(cls, init))
+
+
+def _inputs_moved_to(cls: ast.ClassDef, init: ast.AST) -> frozenset[str]:
+    """Attributes ``a`` that a method of ``cls`` other than ``init`` moves a value to
+    (``x.to(self.a)``, ``.to(device=self.a)``; ``self`` its first parameter)."""
+    found: set[str] = set()
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS) or method is init:
+            continue
+        params = [*method.args.posonlyargs, *method.args.args]
+        if not params:
+            continue  # a static method with no parameter: no `self`
+        own = params[0]
+        for node in ast.walk(method):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "to"
+            ):
+                continue
+            for target in (*node.args[:1], *(k.value for k in node.keywords if k.arg == "device")):
+                if _attribute_of(target, own.arg):
+                    found.add(target.attr)  # type: ignore[attr-defined]
+    return frozenset(found)
 
 
 def _callables_of(tree: ast.Module) -> dict[str, Moved]:
@@ -245,13 +295,16 @@ def placing_call(call: ast.Call, arg: ast.expr, ctx: Context, cpu: CpuTest) -> s
     for the CPU (module text; a constant other than a device string is taken for it); else
     the device parameter's name (the callee moves it where its default, or the CPU, says: a
     ``.to(device)`` before would be undone); None: no such call."""
-    for (p_at, p), (d_at, d) in _moved_of_call(call, ctx):
+    for (p_at, p), (d_at, d), kept in _moved_of_call(call, ctx):
         if _argument(call, p_at, p) is arg:
             device = _argument(call, d_at, d)
             if device is None or (isinstance(device, ast.Constant) and device.value is None):
                 return d
-            return d if cpu(device) else ""
-    return None
+            if cpu(device):
+                return d
+            if not kept:
+                return ""
+    return None  # (a kept model handed the program's device: its caller moves it)
 
 
 def handed_to_placing_callee(

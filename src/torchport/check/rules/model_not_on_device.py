@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 
 _DEFAULTED = (
-    "hand the program's device to the callee this model goes to: it moves the model to its "
-    "`{param}`, which is the CPU here (left to its default, or given the CPU; a `.to(device)` "
-    "here would be undone)"
+    "hand the program's device to the callee this model goes to: it moves the model, or the "
+    "model's inputs, to its `{param}`, which is the CPU here (left to its default, or given "
+    "the CPU; a `.to(device)` here would be undone, or meet inputs on the CPU)"
 )
 _OWN = "the program places its model itself (`{call}`, line {line}): left as it is, not moved"
 
@@ -126,6 +126,7 @@ class ModelNotOnDevice(Rule):
         if expr is None or handed == "" or _dropped_or_moved_later(expr, scope, facts):
             return
         if handed:  # `Clf(Net())` whose `__init__` runs `model.to(device)`, `device="cpu"`
+            # (or keeps the model and moves its inputs to `self.device`)
             yield ctx.finding(self, node, message=_DEFAULTED.format(param=handed))
             return
         placed = placed_by_loader(node)
