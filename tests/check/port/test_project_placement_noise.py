@@ -137,13 +137,21 @@ _HANDED = {  # how the device is handed to it; True: the program's device
 _BUILT = ("written in the call", "named first", "in a classmethod")
 
 
-def _placing_project(init: str, handed: str, built: str, module: bool) -> dict[str, str]:
+_RUNS = {  # how `Clf.run` brings its input to `self.device`
+    "moved": "return self.model(x.to(self.device))",
+    "made there": "return self.model(torch.as_tensor(x.tolist(), device=self.device))",
+}
+
+
+def _placing_project(
+    init: str, handed: str, built: str, module: bool, runs: str = "moved"
+) -> dict[str, str]:
     given = _HANDED[handed][0]
     extra = f", {given}" if given else ""
     cls = (
         "\n\nclass Clf:\n    def __init__(self, model, tag, device='cpu'):\n"
         + _body(_INITS[init][0])
-        + "\n    def run(self, x):\n        return self.model(x.to(self.device))\n"
+        + f"\n    def run(self, x):\n        {_RUNS[runs]}\n"
     )
     if built == "in a classmethod":  # `SentimentClassifier.load`'s shape
         cls += (
@@ -197,14 +205,19 @@ def test_a_model_handed_to_a_callee_that_places_it(
 
 
 @pytest.mark.parametrize("handed", sorted(_HANDED))
-@pytest.mark.parametrize("module", [False, True])
-def test_a_class_that_keeps_the_model_and_moves_its_inputs(handed: str, module: bool) -> None:
+@pytest.mark.parametrize(
+    ("module", "runs"), [(False, "moved"), (True, "moved"), (False, "made there")]
+)
+def test_a_class_that_keeps_the_model_and_moves_its_inputs(
+    handed: str, module: bool, runs: str
+) -> None:
     """A class that keeps the model where it is given and moves its inputs to its own
     ``self.device``: handed the program's device, TP501's fix moves the model and the port
     runs on the accelerator; left to its ``"cpu"`` default or given ``"cpu"``, TP501 is
     reported with no fix (a moved model would meet the class's CPU inputs), and the port
     stays on the CPU, as the finding says (8e497a0b left nothing and stopped on ``sim``)."""
-    ((left, fixed, run),) = _port_and_run([_placing_project("kept", handed, _BUILT[0], module)])
+    project = _placing_project("kept", handed, _BUILT[0], module, runs)
+    ((left, fixed, run),) = _port_and_run([project])
     left = [f for f in left if f.code == "TP501"]
     _check(("kept", handed, module), {"TP501"}, left, fixed & {"TP501"}, run)
     assert bool(left) == (not _HANDED[handed][1]), left

@@ -147,6 +147,10 @@ def _moved_by(stmt: ast.stmt, own: str, attributes: dict[str, str]) -> tuple[str
     return None
 
 
+def _is_to(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "to"
+
+
 def _attribute_of(node: ast.AST, own: str) -> bool:
     return (
         bool(own)
@@ -185,8 +189,9 @@ def _init_of(cls: ast.ClassDef) -> Moved:
 
 
 def _inputs_moved_to(cls: ast.ClassDef, init: ast.AST) -> frozenset[str]:
-    """Attributes ``a`` that a method of ``cls`` other than ``init`` moves a value to
-    (``x.to(self.a)``, ``.to(device=self.a)``; ``self`` its first parameter)."""
+    """Attributes ``a`` that a method of ``cls`` other than ``init`` moves a value to, or
+    makes one on (``x.to(self.a)``, ``torch.as_tensor(x, device=self.a)``; ``self`` its
+    first parameter)."""
     found: set[str] = set()
     for method in cls.body:
         if not isinstance(method, _FUNCTIONS) or method is init:
@@ -196,13 +201,10 @@ def _inputs_moved_to(cls: ast.ClassDef, init: ast.AST) -> frozenset[str]:
             continue  # a static method with no parameter: no `self`
         own = params[0]
         for node in ast.walk(method):
-            if not (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "to"
-            ):
+            if not isinstance(node, ast.Call):
                 continue
-            for target in (*node.args[:1], *(k.value for k in node.keywords if k.arg == "device")):
+            first = node.args[:1] if _is_to(node) else []
+            for target in (*first, *(k.value for k in node.keywords if k.arg == "device")):
                 if _attribute_of(target, own.arg):
                     found.add(target.attr)  # type: ignore[attr-defined]
     return frozenset(found)
