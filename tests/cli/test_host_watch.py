@@ -13,6 +13,7 @@ reported, and nothing placed on the device is.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,31 @@ def _program(
 def test_host_work_is_reported_at_its_line_and_nothing_else(
     tmp_path: Path, statements: list[tuple[str, str, str]], runs: int
 ) -> None:
+    _watched_as_written(tmp_path, statements, runs, contextlib.nullcontext())
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(statements=st.lists(_statement, min_size=1, max_size=10), runs=st.integers(1, 2))
+def test_host_work_is_reported_through_the_cuda_redirect(
+    tmp_path: Path, statements: list[tuple[str, str, str]], runs: int
+) -> None:
+    """A run seen as CUDA (``port --verify``'s first) goes through the redirect's function
+    mode, a torchport frame above every call: the watch reports the same places through it
+    (8e497a0b reported none but optimizer steps, and then said of all the rest "only where
+    CUDA is missing: the program's CUDA-or-CPU choice picked the CPU")."""
+    from torchport.run._redirect import redirect
+
+    _watched_as_written(tmp_path, statements, runs, redirect("meta"))
+
+
+def _watched_as_written(
+    tmp_path: Path,
+    statements: list[tuple[str, str, str]],
+    runs: int,
+    around: contextlib.AbstractContextManager[object],
+) -> None:
     text, expected = _program(statements, runs)
     root = tmp_path / "project"
     root.mkdir(exist_ok=True)
@@ -132,7 +158,7 @@ def test_host_work_is_reported_at_its_line_and_nothing_else(
     exec(_SETUP, scope)  # outside the watch and outside ROOTS
     float64: list[list[object]] = []
     places: list[list[object]] = []
-    with _watch([str(root)], float64, places):
+    with _watch([str(root)], float64, places), around:
         exec(compile(text, str(path), "exec"), scope)
     found = {}
     for where, line, call, calls, kind, chosen in places:

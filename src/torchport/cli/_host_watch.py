@@ -9,8 +9,10 @@ a :class:`torch.overrides.TorchFunctionMode` beside the float64 watch of
 **The rule (the invariant the tests hold).** A torch call is *host work* when all of:
 
 1. it is made from the user's code: the innermost frame in a file under ROOTS
-   names the place (``file:line``), with no torchport frame between (the
-   simulated accelerator's kernels compute on host tensors); a call made while
+   names the place (``file:line``), with no frame of the simulated accelerator
+   between (its kernels compute on host tensors for the device; torchport's other
+   frames pass the call on as it is: the CUDA redirect's mode, which every call of a
+   run seen as CUDA goes through, names no place of its own); a call made while
    a ``DataLoader`` fetches (``torchport.diagnose.data_loading``: sampler,
    dataset, ``collate_fn``, in the main process; workers are other processes)
    or while an ``nn.Module``'s ``__init__`` runs (a model is built on the host,
@@ -54,6 +56,7 @@ never whether a place is reported.
 
 from __future__ import annotations
 
+import os
 import sys
 from types import FrameType
 from typing import Any
@@ -62,13 +65,16 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
 
+from torchport import sim as simulator
 from torchport._device_types import CPU, MOVE_METHODS
-from torchport._origin import Origin, of_project, origin
+from torchport._origin import of_project
 from torchport.diagnose import data_loading
 
 __all__ = ["HEAVY", "LIMIT", "HostWatch", "user_line"]
 
 LIMIT = 50  # places named at most: the first ones say what to fix
+# the simulated accelerator's package: its kernels compute on host tensors for the device
+_KERNELS = os.path.join(os.path.dirname(os.path.abspath(simulator.__file__)), "")
 
 HEAVY = frozenset(
     {
@@ -106,14 +112,14 @@ def user_line(
 ) -> tuple[str, int] | None:
     """The innermost frame from ``frame`` up in a file under ``roots``: (path, line).
 
-    ``direct``: None when torchport's own code (the simulated accelerator's kernels,
-    which compute on host tensors for the device) lies between ``frame`` and it.
+    ``direct``: None when the simulated accelerator's code (its kernels, which compute on
+    host tensors for the device) lies between ``frame`` and it.
     """
     while frame is not None:
         filename = frame.f_code.co_filename
         if of_project(filename, roots):
             return filename, frame.f_lineno
-        if direct and origin(filename) is Origin.TORCHPORT:
+        if direct and filename.startswith(_KERNELS):
             return None
         frame = frame.f_back
     return None

@@ -158,7 +158,10 @@ def test_a_model_the_program_puts_on_the_cpu_is_said_as_maybe_deliberate(tmp_pat
     assert result.status == "verified" and not result.verified, result.summary()
     assert {w.line for w in result.host_work} == _host_lines(_CHOSEN_CPU), result.summary()
     assert all(w.chosen for w in result.host_work), result.summary()
+    # on the CPU seen as CUDA too: the program's choice, not a CUDA test's
+    assert not any(w.cuda_test for w in result.host_work), result.summary()
     assert "it may be deliberate" in result.summary()
+    assert "only where CUDA is missing" not in result.summary()
     assert "Verified on" not in result.summary()
 
 
