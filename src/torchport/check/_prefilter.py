@@ -129,7 +129,7 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
 # the port reports only (a kept CUDA-or-CPU choice): see ``port/_gate.py``.
 PORT_GATED = frozenset(
     {"TP109", "TP201", "TP301", "TP501", "TP502", "TP503", "TP504", "TP505", "TP506", "TP507",
-     "TP508", "TP509", "TP510", "TP520", "TP521", "TP522", "TP523"}
+     "TP508", "TP509", "TP510", "TP511", "TP520", "TP521", "TP522", "TP523"}
 )  # fmt: skip
 
 

@@ -12,10 +12,10 @@ accelerator, in this process, and compares the values.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim
+from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim, ports_on_sim_or_stops
 from torchport.check.port import port_text
 
 CALLS = {
@@ -98,3 +98,83 @@ def test_lengths_made_as_tensors_stay_on_the_cpu(lengths: str, handed: str) -> N
         f"OUT.append({HANDED[handed].format(lens=LENGTHS[lengths])}.detach())\n"
     )
     ported_runs_like_the_original(source)
+
+
+# Lengths whose packed sequence goes on into a recurrent model, made in each way a program
+# makes them (x31d): the port moves the ids and the model, and the lengths stay on the CPU,
+# or are brought there (`.cpu()`, TP511) where they are computed from the moved ids; where
+# one caller of a function hands a list and another device lengths, TP511 reports (no
+# `.cpu()` of a list). The oracle: the original on the CPU, the port on `sim`.
+MADE = {  # how the lengths are made: (expression, computed from the ids)
+    "tensor": ("torch.tensor([3, 2])", False),
+    "long tensor": ("torch.LongTensor([3, 2])", False),
+    "list": ("[3, 2]", False),
+    "from the ids": ("(ids != 0).sum(1)", True),
+    "from the ids, on the host": ("(ids != 0).sum(1).cpu()", False),
+}
+PACKS = {  # where pack_padded_sequence gets them
+    "direct": "pack_padded_sequence(emb(ids), {lens}, batch_first=True, enforce_sorted=False)",
+    "keyword": "pack_padded_sequence(emb(ids), lengths={lens}, batch_first=True)",
+    "function": "packed(emb, ids, {lens})",
+}
+
+
+def _recurrent(made: str, packs: str, in_main: bool, list_too: bool) -> str:
+    call = PACKS[packs].format(lens="lens")
+    body = [
+        f"lens = {MADE[made][0]}",
+        f"out, _ = rnn({call})",
+        "OUT.append(out.data.sum(0).detach())",
+    ]
+    if list_too:  # another caller of the same function hands a list
+        body += ["out, _ = rnn(packed(emb, ids, [3, 2]))", "OUT.append(out.data.sum(0).detach())"]
+    head = (
+        "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n"
+        "torch.manual_seed(0)\nemb = torch.nn.Embedding(6, 3)\n"
+        "rnn = torch.nn.GRU(3, 4, batch_first=True)\n"
+    )
+    if packs == "function":  # (defined only where called: one called nowhere is TP520's)
+        head += (
+            "def packed(net, ids, lengths):\n"
+            "    return pack_padded_sequence(net(ids), lengths, batch_first=True,"
+            " enforce_sorted=False)\n"
+        )
+    if in_main:
+        lines = ["def main():", "    ids = torch.tensor([[1, 2, 3], [4, 5, 0]])"]
+        return head + "\n".join([*lines, *("    " + b for b in body), "main()"]) + "\n"
+    return head + "\n".join(["ids = torch.tensor([[1, 2, 3], [4, 5, 0]])", *body]) + "\n"
+
+
+# (no shrinking: each example is a child's run, ~10 s; a failure prints its whole table)
+@settings(max_examples=2, deadline=None, phases=(Phase.explicit, Phase.generate))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(MADE)),
+            st.sampled_from(sorted(PACKS)),
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=4,
+        max_size=8,
+    )
+)
+def test_lengths_of_a_sequence_the_model_reads_stay_on_the_cpu(
+    cases: list[tuple[str, str, bool, bool]],
+) -> None:
+    cases = [(m, p, main, list_too and p == "function") for m, p, main, list_too in cases]
+    sources = [_recurrent(*case) for case in cases]
+    ports = [port_text(source) for source in sources]
+    runs = ports_on_sim_or_stops([(s, p.source) for s, p in zip(sources, ports, strict=True)])
+    for case, ported, run in zip(cases, ports, runs, strict=True):
+        made, _, _, list_too = case
+        on_device = MADE[made][1]  # computed from the ids the port moves
+        left = [f.code for f in ported.remaining]
+        assert port_text(ported.source).source == ported.source, case  # idempotent
+        if list_too and on_device:  # device lengths and a list reach one call: reported
+            assert left == ["TP511"] and not ported.fixed["TP511"], (case, ported.remaining)
+            assert "lengths" in run.get("error", ""), (case, run)  # the leftover is real
+            continue
+        assert left == [], (case, ported.remaining)
+        assert ported.fixed["TP511"] == int(on_device), (case, ported.fixed)
+        assert run.get("same") and set(run["devices"]) == {"sim:0"}, (case, run, ported.source)

@@ -26,6 +26,7 @@ __all__ = [
     "TORCH_NOT_TENSORS",
     "TYPED_CONSTRUCTORS",
     "VARIABLE",
+    "argument_at",
     "cpu_only_device",
     "device_target",
     "follows_a_tensor",
@@ -208,7 +209,7 @@ def cpu_arguments(call: ast.Call, name: str, ctx: Context) -> list[ast.expr]:
     hands there as it is (:func:`cpu_parameters`): no operand that meets the device."""
     found = []
     for api, index, keyword in CPU_ARGUMENTS:
-        if name == api and (given := _argument(call, index, keyword)) is not None:
+        if name == api and (given := argument_at(call, index, keyword)) is not None:
             found.append(given)
     func = call.func
     if found or not isinstance(func, ast.Name) or not (call.args or call.keywords):
@@ -221,7 +222,7 @@ def cpu_arguments(call: ast.Call, name: str, ctx: Context) -> list[ast.expr]:
     positions = [p.arg for p in (*a.posonlyargs, *a.args)]
     for param in cpu_parameters(own, ctx):
         index = positions.index(param) if param in positions else -1
-        if (given := _argument(call, index, param)) is not None:
+        if (given := argument_at(call, index, param)) is not None:
             found.append(given)
     return found
 
@@ -246,7 +247,7 @@ def cpu_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -
             continue
         name = ctx.qualname(node.func)
         for api, index, keyword in CPU_ARGUMENTS:
-            given = _argument(node, index, keyword) if name == api else None
+            given = argument_at(node, index, keyword) if name == api else None
             if (
                 isinstance(given, ast.Name)
                 and given.id in params
@@ -269,7 +270,7 @@ def _function_of(node: ast.AST, ctx: Context) -> ast.AST | None:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+def argument_at(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
     """What ``call`` passes as its parameter ``keyword``, by name or at ``index``."""
     given = next((k.value for k in call.keywords if k.arg == keyword), None)
     if given is None and 0 <= index < len(call.args):

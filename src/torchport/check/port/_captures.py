@@ -21,7 +21,7 @@ import ast
 import weakref
 from collections.abc import Iterator
 
-from torchport.check.port._calls import grad_leaf, grad_maker, grad_source, is_move
+from torchport.check.port._calls import CREATORS, grad_leaf, grad_maker, grad_source, is_move
 from torchport.check.port._device_flow import PortScope
 from torchport.check.port._guesses import known_on_device
 from torchport.check.port._models import QualName
@@ -65,6 +65,58 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
                 holder = outer if n.id in outer.local else facts.module
                 if n.id not in holder.models and n.id not in facts.functions:
                     (holder.reach if known else holder.guess_reach).add(n.id)
+        if isinstance(body, ast.expr):  # `lambda t: t * torch.ones(3)`: made where it meets t
+            # moved where it is made only where every call hands the lambda device values
+            # (one handed a `.cpu()` copy too would meet a device tensor there): else reported
+            moved = known and _always_given_device(facts, node.func.id, body)
+            for made, meeting in _made_beside(facts, body, own):
+                flow._meet(made, facts.scope_of.get(id(made)) or scope, None if moved else meeting)
+
+
+def _always_given_device(facts: PortFacts, name: str, body: ast.expr) -> bool:
+    """Whether every call of ``name`` in the file that runs the lambda ``body`` hands it
+    only device values (what the flow knows so far; a call it does not yet: not always)."""
+    flow = facts.flow
+    for scope in facts.scopes:
+        for node in scope.nodes:
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == name
+            ):
+                continue
+            callee = _callee_body(facts, node.func, scope)
+            if callee is None or callee[0] is not body:
+                continue
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if not args or not all(known_on_device(flow, a, scope) for a in args):
+                return False
+    return True
+
+
+def _made_beside(
+    facts: PortFacts, body: ast.expr, own: set[str]
+) -> list[tuple[ast.Call, ast.BinOp | ast.Compare]]:
+    """Tensors a lambda's body makes with a torch factory (``torch.ones(3)``) and combines
+    with one of its own parameters (``t * torch.ones(3)``, ``torch.cat([t, torch.zeros(1)])``
+    read as the operands of an arithmetic or comparison): they meet what it is given, each
+    with the expression where they meet."""
+    found: list[tuple[ast.Call, ast.BinOp | ast.Compare]] = []
+    for node in ast.walk(body):
+        if isinstance(node, ast.BinOp):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        else:
+            continue
+        if not any(isinstance(o, ast.Name) and o.id in own for o in operands):
+            continue
+        found += [
+            (o, node)
+            for o in operands
+            if isinstance(o, ast.Call) and facts.ctx.qualname(o.func) in CREATORS
+        ]
+    return found
 
 
 def _moved_where_read(facts: PortFacts, read: ast.Name) -> bool:

@@ -487,8 +487,9 @@ class DeviceFlow:
                     continue
                 if self._makes_object(func):
                     continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
-                stack.extend(node.args)
-                stack.extend(k.value for k in node.keywords)
+                kept = cpu_arguments(node, self.ctx.qualname(func) or "", self.ctx)  # lengths
+                stack.extend(a for a in node.args if a not in kept)
+                stack.extend(k.value for k in node.keywords if k.value not in kept)
             elif isinstance(node, ast.Attribute):
                 if node.attr not in META_ATTRS:
                     stack.append(node.value)

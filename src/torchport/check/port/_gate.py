@@ -1,6 +1,6 @@
 """The port's file gate: a file where no port rule can report is not walked by them.
 
-A port walks every file with its 17 rules (:data:`~torchport.check._prefilter.PORT_GATED`),
+A port walks every file with its 18 rules (:data:`~torchport.check._prefilter.PORT_GATED`),
 and most of a tree's files give them nothing. :func:`may_report` is a necessary
 condition of any finding of those rules in a file, cheap to ask: where it is false the
 engine skips the rules' walk (``_engine.check_tree``). It may let through a file with
@@ -21,7 +21,7 @@ Then:
 * the port's facts are inactive (no torch text, an empty project view): no scope holds a
   node (``scope_of`` is empty), no model, no device value, no operand, an empty batch
   plan. Every other rule reports only a node of a scope (TP501, TP503, TP504's leftovers,
-  TP506, TP508, TP509, TP510, TP522), an operand or the plan (TP502, TP520, TP521, TP523),
+  TP506, TP508, TP509, TP510, TP511, TP522), an operand or the plan (TP502, TP520, TP521, TP523),
   or what the facts' scopes hold (TP523's escapes, sparse inputs, CPU placements; its
   ``sys.path`` entries only in an active file).
 * TP109, which the port runs to report the program's kept CUDA-or-CPU choices: a

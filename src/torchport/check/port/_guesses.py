@@ -134,8 +134,10 @@ def meets_known(flow: DeviceFlow, node: ast.AST, scope: PortScope) -> bool:
 
 def guess_message(flow: DeviceFlow, made: ast.AST, names: set[str]) -> str:
     """TP503's message for a tensor that meets only guessed device values: the meeting
-    (the first one that reads one of ``names``, the names the tensor is bound to)."""
-    meetings = [m for o, _, m in flow.guesses if names & {n.id for n in _names(o)}]
+    (its own, where it meets one as it is made: ``t * torch.ones(3)``; else the first one
+    that reads one of ``names``, the names the tensor is bound to)."""
+    meetings = [m for o, _, m in flow.guesses if o is made]
+    meetings += [m for o, _, m in flow.guesses if names & {n.id for n in _names(o)}]
     meeting = meetings[0] if meetings else (flow.guesses[0][2] if flow.guesses else made)
     text = ast.unparse(meeting)
     text = text if len(text) <= 60 else text[:57] + "..."

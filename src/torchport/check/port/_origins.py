@@ -23,7 +23,13 @@ from dataclasses import dataclass
 
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
+from torchport.check.port._calls import (
+    CREATORS,
+    TYPED_CONSTRUCTORS,
+    VARIABLE,
+    cpu_arguments,
+    is_move,
+)
 from torchport.check.port._class_factories import object_factory
 from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
@@ -363,7 +369,8 @@ class Origins:
             own = own or self.facts.project.own_function(call.func)
             return [Origin(call, f"`{_short(call.func)}`", library=not own)]
         if kind in (Kind.TENSOR, Kind.BATCH) and name.startswith("torch."):
-            inputs = [a for a in call.args if not isinstance(a, ast.Starred)]
+            kept = cpu_arguments(call, name, self.ctx)  # `pack_padded_sequence`'s lengths
+            inputs = [a for a in call.args if not isinstance(a, ast.Starred) and a not in kept]
             return [o for a in inputs for o in self.of(a)]  # made from its inputs
         func = call.func
         returned = self._returned(call)

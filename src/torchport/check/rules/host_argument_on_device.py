@@ -1,0 +1,107 @@
+"""TP511 host-argument-on-device: a value an API reads on the host, made on the model's device."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._port import port_facts
+from torchport.check.rules._snippets import DEVICE_LINE
+
+_HEAD = (
+    "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n\n"
+    + DEVICE_LINE
+    + "\nrnn = torch.nn.LSTM(3, 5, batch_first=True).to(device)\n"
+    "emb = torch.nn.Embedding(10, 3).to(device)\n"
+    "ids = torch.tensor([[1, 2, 3], [4, 5, 0]], device=device)\n"
+)
+
+_MAYBE = (
+    "pass these lengths on the CPU (`.cpu()` where they are a tensor): "
+    "`pack_padded_sequence` reads them on the host, and some of what reaches here is on the "
+    "model's device"
+)
+
+
+class HostArgumentOnDevice(Rule):
+    """## What it does
+    Finds the lengths handed to `torch.nn.utils.rnn.pack_padded_sequence` where they
+    are on the model's device: computed from a tensor the port moves there
+    (`(ids != 0).sum(1)` of the padded ids), or moved there with the batch.
+
+    ## Why is this bad?
+    `pack_padded_sequence` reads its lengths on the host: it raises for lengths on
+    CUDA ("'lengths' argument should be a 1D CPU int64 tensor") and on any other
+    accelerator, so a CPU program the port moved this way stops at that call. The
+    fix passes `.cpu()` of them: on the CPU it returns the tensor itself (no copy);
+    on the device it is one small copy, and a sync, which the call needs anyway.
+    Where what reaches the call is not always a tensor (a function of the file that
+    one caller hands a list), it is reported without a fix: `.cpu()` of a list raises.
+    """
+
+    code = "TP511"
+    name = "host-argument-on-device"
+    intent = Intent.PORT
+    default = False
+    message = (
+        "pass `.cpu()` of these lengths: `pack_padded_sequence` reads them on the host, "
+        "and they are on the model's device here"
+    )
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+    call_attrs = frozenset({"pack_padded_sequence"})
+    valid = (
+        _HEAD + "lengths = (ids != 0).sum(1)\n"
+        "packed = pack_padded_sequence(emb(ids), lengths.cpu(), batch_first=True)\n",
+        _HEAD + "packed = pack_padded_sequence(emb(ids), [3, 2], batch_first=True)\n",
+        _HEAD + "lengths = torch.tensor([3, 2])\n"
+        "packed = pack_padded_sequence(emb(ids), lengths, batch_first=True)\n",
+    )
+    invalid = (
+        Example(
+            _HEAD + "lengths = (ids != 0).sum(1)\n"
+            "packed = pack_padded_sequence(emb(ids), lengths, batch_first=True)\n",
+            fixed=_HEAD + "lengths = (ids != 0).sum(1)\n"
+            "packed = pack_padded_sequence(emb(ids), lengths.cpu(), batch_first=True)\n",
+        ),
+        Example(
+            _HEAD + "packed = pack_padded_sequence(emb(ids), (ids > 0).sum(-1), True)\n",
+            fixed=_HEAD
+            + "packed = pack_padded_sequence(emb(ids), (ids > 0).sum(-1).cpu(), True)\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        from torchport.check.port._calls import CPU_ARGUMENTS, argument_at  # on first use
+        from torchport.check.port._kinds import value_kinds
+        from torchport.check.port._value_kind import Kind
+
+        name = ctx.qualname(node.func)
+        facts = port_facts(ctx)
+        scope = facts.scope_of.get(id(node))
+        if scope is None or scope.internal:
+            return
+        for api, index, keyword in CPU_ARGUMENTS:
+            given = argument_at(node, index, keyword) if name == api else None
+            if given is None or _plainly_on_host(given) or not facts.on_device(given, scope):
+                continue
+            if value_kinds(facts).of(given) not in (Kind.TENSOR, Kind.DEVICE):  # a list too
+                yield ctx.finding(self, given, message=_MAYBE)
+                continue
+            fix = Fix(ctx.append_call(given, ".cpu()"), FixSafety.SAFE)
+            yield ctx.finding(self, given, fix=fix)
+
+
+def _plainly_on_host(expr: ast.expr) -> bool:
+    """``x.cpu()``, ``x.to("cpu")``, or a literal list or tuple of lengths."""
+    if isinstance(expr, (ast.List, ast.Tuple, ast.ListComp)):
+        return True
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return False
+    attr, args = expr.func.attr, expr.args
+    return attr == "cpu" or (
+        attr == "to" and bool(args) and isinstance(args[0], ast.Constant) and args[0].value == "cpu"
+    )
