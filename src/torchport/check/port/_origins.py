@@ -37,7 +37,9 @@ __all__ = ["Origin", "Origins", "origins"]
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
 # Kinds whose attributes and items are data they keep, not values on their own device.
 _HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
-_CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
+# Builtins made of what they are given: of tensors a tensor where they are (`round(100 * p, 4)`)
+_MADE_OF_INPUTS = frozenset({"list", "tuple", "set", "sorted", "reversed", "round", "min", "max",
+                             "abs", "sum", "pow"})  # fmt: skip
 _NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
 
 
@@ -305,8 +307,7 @@ class Origins:
         if isinstance(anchor, ast.Assign):
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
         if isinstance(anchor, ast.comprehension) and self.kinds.of(anchor.iter) is Kind.LOADER:
-            # `[model(x) for x, _ in loader]`: the port moves batches at a loop's
-            # statements, and a comprehension has none
+            # `[model(x) for x, _ in loader]`: batches are moved at a loop's statements
             return [Origin(name, f"`{name.id}`, a batch taken in a comprehension", library=False)]
         if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
             return self.of(anchor.iter)  # an item of what it iterates
@@ -348,8 +349,7 @@ class Origins:
         kinds = self.kinds
         name = self.ctx.qualname(call.func) or ""
         if name in CREATORS or name in TYPED_CONSTRUCTORS or self.facts.cpu_tensor_call(call):
-            # A torch factory, or a function (the file's, a project module's) that returns
-            # one's tensor: TP503 moves it where it is made or called.
+            # a torch factory, or a function (the file's, a project's) returning its tensor: TP503
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
@@ -374,7 +374,7 @@ class Origins:
             # are read back as `p.target`, `p[1]` or unpacked), so it lives where they do
             values = [*call.args, *(k.value for k in call.keywords)]
             return [o for a in values for o in self.of(a)]
-        if isinstance(func, ast.Name) and func.id in _CONTAINERS and not name:
+        if isinstance(func, ast.Name) and func.id in _MADE_OF_INPUTS and not name:
             return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
         if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter") and not name:
             inputs = call.args[:1] if func.id != "zip" else call.args
