@@ -32,6 +32,7 @@ __all__ = [
     "grad_leaf",
     "grad_maker",
     "grad_source",
+    "handed_arguments",
     "host_library",
     "host_result",
     "is_move",
@@ -415,3 +416,20 @@ def made_by_stdlib(
         if not isinstance(expr.func, ast.Attribute):
             return False
         expr = expr.func.value
+
+
+def handed_arguments(call: ast.Call, params: tuple[tuple[int, str], ...]) -> list[ast.expr] | None:
+    """The arguments ``call`` hands the parameters ``(position or -1, name)`` (None: one
+    is not told, a default or after a ``*args``)."""
+    given: list[ast.expr] = []
+    for position, name in params:
+        keyword = next((k.value for k in call.keywords if k.arg == name), None)
+        if keyword is not None:
+            given.append(keyword)
+        elif 0 <= position < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: position + 1]
+        ):
+            given.append(call.args[position])
+        else:
+            return None
+    return given

@@ -23,8 +23,15 @@ from dataclasses import dataclass
 
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
-from torchport.check.port._class_factories import object_factory
+from torchport.check.port._calls import (
+    CREATORS,
+    TYPED_CONSTRUCTORS,
+    VARIABLE,
+    follows_a_tensor,
+    handed_arguments,
+    is_move,
+)
+from torchport.check.port._class_factories import object_factory, record_class
 from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
@@ -40,7 +47,7 @@ _HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
 # Builtins made of what they are given: of tensors a tensor where they are (`round(100 * p, 4)`)
 _MADE_OF_INPUTS = frozenset({"list", "tuple", "set", "sorted", "reversed", "round", "min", "max",
                              "abs", "sum", "pow"})  # fmt: skip
-_NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+_CALLS_DEEP = 3  # calls of the file's functions followed into, each with what it hands
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,7 @@ class Origins:
         self.elements = {id(e) for e in plan.elements}
         self._memo: dict[int, list[Origin] | None] = {}
         self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
+        self._calling: dict[int, ast.Call] = {}  # id(function) -> the call followed into it
         self.placement = ScriptPlacement(facts)
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
@@ -316,6 +324,8 @@ class Origins:
     def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
         """A parameter's origins: what each call site in the file passes for it."""
         sites = self.kinds.callers.call_sites(func)
+        if id(func) in self._calling and sites:  # what this call hands it, not every call's
+            sites = [(self._calling[id(func)], None)]  # type: ignore[list-item]
         if not sites:  # (called nowhere in its repository: never given anything)
             if sites == [] and self.kinds.callers.never_called(func):
                 return []
@@ -353,8 +363,11 @@ class Origins:
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
+        followed = _followed(call)
+        if followed is not None:
+            return self.of(followed)  # `STD.to(image.device)`: where `image` is
         viewed = self.facts.project.viewed_parameters(call.func)
-        handed = _handed(call, viewed) if viewed is not None else None
+        handed = handed_arguments(call, viewed) if viewed is not None else None
         if handed is not None:  # a project module's slice of what it is given: where that is
             return [o for a in handed for o in self.of(a)]
         kind = kinds.of(call)
@@ -369,7 +382,7 @@ class Origins:
         returned = self._returned(call)
         if returned is not None:
             return returned
-        if self._record_class(func):
+        if record_class(func, self.ctx):
             # `Pair(out, target)` of a namedtuple: it holds what it is given (its fields
             # are read back as `p.target`, `p[1]` or unpacked), so it lives where they do
             values = [*call.args, *(k.value for k in call.keywords)]
@@ -402,28 +415,18 @@ class Origins:
         values = self.kinds.callers.return_values(node)
         if not values:
             return None  # a generator, or returns nothing
-        return [o for v in values for o in self.of(v)]
-
-    def _record_class(self, func: ast.expr) -> bool:
-        """Whether ``func`` names a namedtuple class of the file (one binding).
-
-        ``Pair = collections.namedtuple("Pair", "out target")`` (or
-        ``typing.NamedTuple``) and ``class Pair(NamedTuple)``: a tuple of what its
-        constructor is given, with no code of its own that could make a tensor.
-        """
-        if not isinstance(func, ast.Name):
-            return False
-        found = self.scopes.bindings(func.id, func)
-        if len(found) != 1:
-            return False
-        node, value = found[0].node, found[0].value
-        if isinstance(node, ast.ClassDef):
-            plain = all(
-                isinstance(s, ast.AnnAssign | ast.Pass | ast.Expr) for s in node.body
-            )  # fields and a docstring: no method of its own
-            bases = {self.ctx.qualname(b) for b in node.bases}
-            return plain and bool(bases) and bases <= _NAMEDTUPLES
-        return isinstance(value, ast.Call) and self.ctx.qualname(value.func) in _NAMEDTUPLES
+        if id(node) in self._calling or len(self._calling) >= _CALLS_DEEP:
+            return [o for v in values for o in self.of(v)]  # (its parameters: every call's)
+        # What it returns made of its parameters is made of what this call hands them
+        # (`norm(x)` of `norm(image)` handed `x[i].cpu()` copies elsewhere: `x`'s origins):
+        # followed apart, with memos of its own (the same nodes, other values)
+        kept, self._memo, self._bound = (self._memo, self._bound), {}, {}
+        self._calling[id(node)] = call
+        try:
+            return [o for v in values for o in self.of(v)]
+        finally:
+            del self._calling[id(node)]
+            self._memo, self._bound = kept
 
     def _module(self, expr: ast.expr) -> bool:
         """``np.`` or ``json.`` in ``np.load(...)``: a module, not a value."""
@@ -483,18 +486,14 @@ def origins(ctx: Context) -> Origins:
     return found
 
 
-def _handed(call: ast.Call, params: tuple[tuple[int, str], ...]) -> list[ast.expr] | None:
-    """The arguments ``call`` hands the parameters ``(position or -1, name)`` (None: one
-    is not told, a default or after a ``*args``)."""
-    given: list[ast.expr] = []
-    for position, name in params:
-        keyword = next((k.value for k in call.keywords if k.arg == name), None)
-        if keyword is not None:
-            given.append(keyword)
-        elif 0 <= position < len(call.args) and not any(
-            isinstance(a, ast.Starred) for a in call.args[: position + 1]
-        ):
-            given.append(call.args[position])
-        else:
-            return None
-    return given
+def _followed(call: ast.Call) -> ast.expr | None:
+    """``y`` of ``x.to(y.device)`` (or ``device=y.device``): what the result lives beside."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "to"):
+        return None
+    target = call.args[0] if call.args else None
+    target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
+    if target is None or not follows_a_tensor(target):
+        return None
+    assert isinstance(target, ast.Attribute)
+    return target.value
