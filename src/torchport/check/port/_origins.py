@@ -44,6 +44,7 @@ __all__ = ["Origin", "Origins", "origins"]
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
 # Kinds whose attributes and items are data they keep, not values on their own device.
 _HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
+_PLACED = frozenset({Kind.TENSOR, Kind.DEVICE, Kind.BATCH, Kind.MODEL})  # (`.device`: where)
 # Builtins made of what they are given: of tensors a tensor where they are (`round(100 * p, 4)`)
 _MADE_OF_INPUTS = frozenset({"list", "tuple", "set", "sorted", "reversed", "round", "min", "max",
                              "abs", "sum", "pow"})  # fmt: skip
@@ -54,7 +55,7 @@ _CALLS_DEEP = 3  # calls of the file's functions followed into, each with what i
 class Origin:
     """A place that made a value which meets the model, and that no fix moves."""
 
-    node: ast.AST
+    node: ast.AST  # (one finding per node: a binding's own, whichever read reached it)
     what: str  # for messages: "`load_batch()`", "`self.data`"
     library: bool  # made by another library (TP521), else by code the port cannot follow
 
@@ -316,10 +317,10 @@ class Origins:
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
         if isinstance(anchor, ast.comprehension) and self.kinds.of(anchor.iter) is Kind.LOADER:
             # `[model(x) for x, _ in loader]`: batches are moved at a loop's statements
-            return [Origin(name, f"`{name.id}`, a batch taken in a comprehension", library=False)]
+            return [Origin(b.node, f"`{name.id}`, a batch taken in a comprehension", library=False)]
         if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
             return self.of(anchor.iter)  # an item of what it iterates
-        return [Origin(name, f"`{name.id}`", library=False)]
+        return [Origin(b.node, f"`{name.id}`", library=False)]
 
     def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
         """A parameter's origins: what each call site in the file passes for it."""
@@ -329,7 +330,7 @@ class Origins:
         if not sites:  # (called nowhere in its repository: never given anything)
             if sites == [] and self.kinds.callers.never_called(func):
                 return []
-            return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
+            return [Origin(b.node, f"the argument `{name.id}` of `{func.name}`", library=False)]
         args = func.args
         positional = [*args.posonlyargs, *args.args]
         if self.kinds.callers.method_of(func) is not None:
@@ -363,9 +364,9 @@ class Origins:
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
-        followed = _followed(call)
-        if followed is not None:
-            return self.of(followed)  # `STD.to(image.device)`: where `image` is
+        followed = _followed(call)  # `STD.to(image.device)`: where the tensor `image` is
+        if followed is not None and kinds.of(followed) in _PLACED:
+            return self.of(followed)
         viewed = self.facts.project.viewed_parameters(call.func)
         handed = handed_arguments(call, viewed) if viewed is not None else None
         if handed is not None:  # a project module's slice of what it is given: where that is
