@@ -44,7 +44,7 @@ __all__ = ["Origin", "Origins", "origins"]
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
 # Kinds whose attributes and items are data they keep, not values on their own device.
 _HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
-_PLACED = frozenset({Kind.TENSOR, Kind.DEVICE, Kind.BATCH, Kind.MODEL})  # (`.device`: where)
+_SETTINGS = frozenset({Kind.OTHER, Kind.LIBRARY, Kind.LOADER, Kind.NUMPY})  # `fabric.device`
 # Builtins made of what they are given: of tensors a tensor where they are (`round(100 * p, 4)`)
 _MADE_OF_INPUTS = frozenset({"list", "tuple", "set", "sorted", "reversed", "round", "min", "max",
                              "abs", "sum", "pow"})  # fmt: skip
@@ -365,7 +365,7 @@ class Origins:
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
         followed = _followed(call)  # `STD.to(image.device)`: where the tensor `image` is
-        if followed is not None and kinds.of(followed) in _PLACED:
+        if followed is not None and kinds.of(followed) not in _SETTINGS:
             return self.of(followed)
         viewed = self.facts.project.viewed_parameters(call.func)
         handed = handed_arguments(call, viewed) if viewed is not None else None
