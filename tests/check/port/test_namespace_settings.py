@@ -127,9 +127,19 @@ def runs_or_is_reported(sources: list[str]) -> None:
                 assert now[view][1] in lines, (view, now[view], outcome.source)
 
 
-@settings(max_examples=2, deadline=None)
-@given(st.lists(programs(), min_size=8, max_size=8))
+# One child per example (a torch start): one example by default, more in the slow leg.
+@settings(max_examples=1, deadline=None)
+@given(st.lists(programs(), min_size=10, max_size=10))
 def test_the_port_of_a_namespace_setting_runs_or_is_reported(
+    cases: list[tuple[str, bool]],
+) -> None:
+    runs_or_is_reported([source for source, _ in cases])
+
+
+@pytest.mark.slow  # a simulated-accelerator child per example
+@settings(max_examples=10, deadline=None)
+@given(st.lists(programs(), min_size=10, max_size=10))
+def test_the_port_of_a_namespace_setting_runs_or_is_reported_many(
     cases: list[tuple[str, bool]],
 ) -> None:
     runs_or_is_reported([source for source, _ in cases])
