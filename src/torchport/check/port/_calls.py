@@ -33,11 +33,13 @@ __all__ = [
     "grad_leaf",
     "grad_maker",
     "grad_source",
+    "handed_arguments",
     "host_library",
     "host_result",
     "is_move",
     "library_result",
     "made_by_stdlib",
+    "moved_beside",
     "moves_all",
     "moves_tensors",
     "moves_to_program_device",
@@ -416,3 +418,33 @@ def made_by_stdlib(
         if not isinstance(expr.func, ast.Attribute):
             return False
         expr = expr.func.value
+
+
+def handed_arguments(call: ast.Call, params: tuple[tuple[int, str], ...]) -> list[ast.expr] | None:
+    """The arguments ``call`` hands the parameters ``(position or -1, name)`` (None: one
+    is not told, a default or after a ``*args``)."""
+    given: list[ast.expr] = []
+    for position, name in params:
+        keyword = next((k.value for k in call.keywords if k.arg == name), None)
+        if keyword is not None:
+            given.append(keyword)
+        elif 0 <= position < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: position + 1]
+        ):
+            given.append(call.args[position])
+        else:
+            return None
+    return given
+
+
+def moved_beside(call: ast.Call) -> ast.expr | None:
+    """``y`` of ``x.to(y.device)`` (or ``device=y.device``): what the result lives beside."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "to"):
+        return None
+    target = call.args[0] if call.args else None
+    target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
+    if target is None or not follows_a_tensor(target):
+        return None
+    assert isinstance(target, ast.Attribute)
+    return target.value

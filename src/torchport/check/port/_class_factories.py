@@ -14,7 +14,8 @@ classmethod's first parameter) or ``C(...)``, a constant or f-string, a literal 
 or dict of those, or a local name every binding of which (in ``m``'s own body) is a plain
 assignment of one (a generator, or a name bound otherwise, is not). False where ``C`` is
 such a class but ``m`` is not shown to return objects (a project callable: never "a
-library's", TP521); None where the call is no such ``C.m(...)``.
+library's", TP521); None where the call is no such ``C.m(...)``. :func:`record_class` answers
+whether a name is the file's namedtuple class (a tuple of what its constructor is given).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from torchport.check.port._module_files import module_facts
 from torchport.check.port._script_path import module_function_called, script_lookups
 from torchport.check.semantic._binding import BindingKind
 
-__all__ = ["object_factory"]
+__all__ = ["object_factory", "record_class"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -139,3 +140,28 @@ def _returns_objects(
 
     returns = [n for n in nodes if isinstance(n, ast.Return)]
     return all(r.value is None or made(r.value, frozenset()) for r in returns)
+
+
+_NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+
+
+def record_class(func: ast.expr, ctx: Context) -> bool:
+    """Whether ``func`` names a namedtuple class of the file (one binding).
+
+    ``Pair = collections.namedtuple("Pair", "out target")`` (or
+    ``typing.NamedTuple``) and ``class Pair(NamedTuple)``: a tuple of what its
+    constructor is given, with no code of its own that could make a tensor.
+    """
+    if not isinstance(func, ast.Name):
+        return False
+    found = ctx.scopes.bindings(func.id, func)
+    if len(found) != 1:
+        return False
+    node, value = found[0].node, found[0].value
+    if isinstance(node, ast.ClassDef):
+        plain = all(
+            isinstance(s, ast.AnnAssign | ast.Pass | ast.Expr) for s in node.body
+        )  # fields and a docstring: no method of its own
+        bases = {ctx.qualname(b) for b in node.bases}
+        return plain and bool(bases) and bases <= _NAMEDTUPLES
+    return isinstance(value, ast.Call) and ctx.qualname(value.func) in _NAMEDTUPLES

@@ -9,7 +9,9 @@ as it is: the default must be a literal, or a module-level name bound only to on
 (``default=MEAN_REWARD``). An argument with any
 other ``type=`` (a function of the file, ``torch.tensor``) or action, one the
 file declares twice in ways that disagree, or an attribute the file also stores
-(``args.device = torch.device(...)``) is not told here.
+(``args.device = torch.device(...)``) is not told here, unless every store of it is a number,
+a string or a bool (``args.world_size = 1``: :mod:`~torchport.check.port._namespace_stores`,
+which also tells the settings argparse does not declare).
 
 A function of the file may hand the namespace over (``args, text = _parse_args()``,
 each of its ``return`` statements giving ``parser.parse_args()`` at that position).
@@ -35,6 +37,15 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note
 from torchport.check._syntax import parsed_module
+from torchport.check.port._namespace_stores import (
+    freely_set,
+    handed_out,
+    namespace_holders,
+    plain_value,
+    store_values,
+    undeclared_defaults,
+)
+from torchport.check.port._namespace_stores import parsed_namespace as _parsed
 from torchport.check.port._structure import attribute_table
 from torchport.check.semantic import Binding, BindingKind
 
@@ -56,6 +67,7 @@ class CommandLine:
         self._ctx = ctx
         self._callers = callers  # the file's call sites and returns (the port's own)
         self._scalars: frozenset[str] | None = None
+        self._holding: frozenset[str] | None = None
         self._given: frozenset[str] | None = None
 
     def scalar(self, expr: ast.Attribute) -> bool:
@@ -178,6 +190,7 @@ class CommandLine:
             assert isinstance(node, ast.Attribute)
             if not isinstance(node.ctx, ast.Load):
                 stored.add(node.attr)  # `args.device = ...`: not only what argparse made
+        stored |= store_values(self._ctx).keys()  # `setattr(args, "device", ...)` too
         for node in self._ctx.scopes.nodes_of(ast.Call):
             assert isinstance(node, ast.Call)
             func = node.func
@@ -186,27 +199,83 @@ class CommandLine:
             dest = _dest(node)
             if dest is not None:
                 kinds[dest] = kinds.get(dest, True) and _scalar(node, constants)
+        # What argparse alone makes; then the settings the file stores (syntax only)
         self._scalars = frozenset(d for d, ok in kinds.items() if ok and d not in stored)
+        if freely_set(self._ctx, self._holds):  # `setattr(args, k, v)`: any name, anything
+            self._scalars = frozenset()
+            return self._scalars
+        self._scalars = self._scalars | self._stored_scalars(kinds, self._scalars)
         return self._scalars
 
+    def _stored_scalars(self, declared: dict[str, bool], made: frozenset[str]) -> frozenset[str]:
+        """The settings the file stores on objects, each store a number, string or bool
+        (:mod:`~torchport.check.port._namespace_stores`): the largest set whose every store is
+        plain given that its members are (``args.n = max(1, args.n)``) and those argparse alone
+        makes (``made``); a setting argparse does not declare only where nothing outside the
+        file may store on the namespace."""
+        values = store_values(self._ctx)
+        candidates = {d for d, ok in declared.items() if ok and d in values}
+        defaults = undeclared_defaults(self._ctx)
+        if defaults is not None and not handed_out(self._ctx, self._holds, self._own_names()):
+            candidates |= {a for a in values if a not in declared and a not in defaults}
+        scopes = self._ctx.scopes
 
-def _parsed(value: ast.expr | None) -> bool:
-    """``parser.parse_args(...)`` or ``parser.parse_known_args(...)[0]``."""
-    if isinstance(value, ast.Subscript):
-        index = value.slice
-        if not (isinstance(index, ast.Constant) and index.value == 0):
+        def setting(expr: ast.Attribute) -> bool:
+            return (expr.attr in candidates or expr.attr in made) and self._reads_namespace(expr)
+
+        def builtin(name: ast.Name) -> bool:
+            return not scopes.bindings(name.id, name)
+
+        seen: set[int] = set()
+
+        def bound_plain(name: ast.Name) -> bool:
+            """A name every binding of which is an assignment of a plain value (syntax only:
+            the port's kinds are not asked while the settings are worked out)."""
+            found = scopes.bindings(name.id, name)
+            if not found or any(id(b) in seen or b.value is None for b in found):
+                return False  # (a parameter, a loop's, a cycle: not told)
+            seen.update(id(b) for b in found)
+            try:
+                return all(
+                    b.value is not None and plain_value(b.value, setting, bound_plain, builtin)
+                    for b in found
+                )
+            finally:
+                seen.difference_update(id(b) for b in found)
+
+        changed = True
+        while changed:
+            changed = False
+            for attr in sorted(candidates):
+                if not all(
+                    v is not None and plain_value(v, setting, bound_plain, builtin)
+                    for v in values[attr]
+                ):
+                    candidates.discard(attr)
+                    changed = True
+        return frozenset(candidates)
+
+    def _reads_namespace(self, expr: ast.Attribute) -> bool:
+        value = expr.value
+        if not isinstance(value, ast.Name):
             return False
-        value = value.value
-        return (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr == "parse_known_args"
-        )
-    return (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr == "parse_args"
-    )
+        found = self._ctx.scopes.bindings(value.id, value)
+        return bool(found) and self._namespace(found, set())
+
+    def _holds(self, name: ast.Name) -> bool:
+        """Whether ``name`` may hold the namespace (by name, any scope: more, never fewer)."""
+        return name.id in self._holders()
+
+    def _holders(self) -> frozenset[str]:
+        if self._holding is None:
+            self._holding = namespace_holders(self._ctx)
+        return self._holding
+
+    def _own_names(self) -> frozenset[str]:
+        """The functions the file defines (by name)."""
+        scopes = self._ctx.scopes
+        kinds = (ast.FunctionDef, ast.AsyncFunctionDef)  # (a class's `__init__` is not read)
+        return frozenset(n.name for k in kinds for n in scopes.nodes_of(k) if isinstance(n, kinds))
 
 
 def _dest(call: ast.Call) -> str | None:

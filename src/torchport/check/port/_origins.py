@@ -28,9 +28,11 @@ from torchport.check.port._calls import (
     TYPED_CONSTRUCTORS,
     VARIABLE,
     cpu_arguments,
+    handed_arguments,
     is_move,
+    moved_beside,
 )
-from torchport.check.port._class_factories import object_factory
+from torchport.check.port._class_factories import object_factory, record_class
 from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
@@ -43,15 +45,18 @@ __all__ = ["Origin", "Origins", "origins"]
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
 # Kinds whose attributes and items are data they keep, not values on their own device.
 _HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
-_CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
-_NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+_SETTINGS = frozenset({Kind.OTHER, Kind.LIBRARY, Kind.LOADER, Kind.NUMPY})  # `fabric.device`
+# Builtins made of what they are given: of tensors a tensor where they are (`round(100 * p, 4)`)
+_MADE_OF_INPUTS = frozenset({"list", "tuple", "set", "sorted", "reversed", "round", "min", "max",
+                             "abs", "sum", "pow"})  # fmt: skip
+_CALLS_DEEP = 3  # calls of the file's functions followed into, each with what it hands
 
 
 @dataclass(frozen=True, slots=True)
 class Origin:
     """A place that made a value which meets the model, and that no fix moves."""
 
-    node: ast.AST
+    node: ast.AST  # (one finding per node: a binding's own, whichever read reached it)
     what: str  # for messages: "`load_batch()`", "`self.data`"
     library: bool  # made by another library (TP521), else by code the port cannot follow
 
@@ -68,6 +73,7 @@ class Origins:
         self.elements = {id(e) for e in plan.elements}
         self._memo: dict[int, list[Origin] | None] = {}
         self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
+        self._calling: dict[int, ast.Call] = {}  # id(function) -> the call followed into it
         self.placement = ScriptPlacement(facts)
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
@@ -311,20 +317,21 @@ class Origins:
         if isinstance(anchor, ast.Assign):
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
         if isinstance(anchor, ast.comprehension) and self.kinds.of(anchor.iter) is Kind.LOADER:
-            # `[model(x) for x, _ in loader]`: the port moves batches at a loop's
-            # statements, and a comprehension has none
-            return [Origin(name, f"`{name.id}`, a batch taken in a comprehension", library=False)]
+            # `[model(x) for x, _ in loader]`: batches are moved at a loop's statements
+            return [Origin(b.node, f"`{name.id}`, a batch taken in a comprehension", library=False)]
         if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
             return self.of(anchor.iter)  # an item of what it iterates
-        return [Origin(name, f"`{name.id}`", library=False)]
+        return [Origin(b.node, f"`{name.id}`", library=False)]
 
     def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
         """A parameter's origins: what each call site in the file passes for it."""
         sites = self.kinds.callers.call_sites(func)
+        if id(func) in self._calling and sites:  # what this call hands it, not every call's
+            sites = [(self._calling[id(func)], None)]  # type: ignore[list-item]
         if not sites:  # (called nowhere in its repository: never given anything)
             if sites == [] and self.kinds.callers.never_called(func):
                 return []
-            return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
+            return [Origin(b.node, f"the argument `{name.id}` of `{func.name}`", library=False)]
         args = func.args
         positional = [*args.posonlyargs, *args.args]
         if self.kinds.callers.method_of(func) is not None:
@@ -354,13 +361,15 @@ class Origins:
         kinds = self.kinds
         name = self.ctx.qualname(call.func) or ""
         if name in CREATORS or name in TYPED_CONSTRUCTORS or self.facts.cpu_tensor_call(call):
-            # A torch factory, or a function (the file's, a project module's) that returns
-            # one's tensor: TP503 moves it where it is made or called.
+            # a torch factory, or a function (the file's, a project's) returning its tensor: TP503
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
+        followed = moved_beside(call)  # `STD.to(image.device)`: where the tensor `image` is
+        if followed is not None and kinds.of(followed) not in _SETTINGS:
+            return self.of(followed)
         viewed = self.facts.project.viewed_parameters(call.func)
-        handed = _handed(call, viewed) if viewed is not None else None
+        handed = handed_arguments(call, viewed) if viewed is not None else None
         if handed is not None:  # a project module's slice of what it is given: where that is
             return [o for a in handed for o in self.of(a)]
         kind = kinds.of(call)
@@ -376,12 +385,12 @@ class Origins:
         returned = self._returned(call)
         if returned is not None:
             return returned
-        if self._record_class(func):
+        if record_class(func, self.ctx):
             # `Pair(out, target)` of a namedtuple: it holds what it is given (its fields
             # are read back as `p.target`, `p[1]` or unpacked), so it lives where they do
             values = [*call.args, *(k.value for k in call.keywords)]
             return [o for a in values for o in self.of(a)]
-        if isinstance(func, ast.Name) and func.id in _CONTAINERS and not name:
+        if isinstance(func, ast.Name) and func.id in _MADE_OF_INPUTS and not name:
             return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
         if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter") and not name:
             inputs = call.args[:1] if func.id != "zip" else call.args
@@ -409,28 +418,18 @@ class Origins:
         values = self.kinds.callers.return_values(node)
         if not values:
             return None  # a generator, or returns nothing
-        return [o for v in values for o in self.of(v)]
-
-    def _record_class(self, func: ast.expr) -> bool:
-        """Whether ``func`` names a namedtuple class of the file (one binding).
-
-        ``Pair = collections.namedtuple("Pair", "out target")`` (or
-        ``typing.NamedTuple``) and ``class Pair(NamedTuple)``: a tuple of what its
-        constructor is given, with no code of its own that could make a tensor.
-        """
-        if not isinstance(func, ast.Name):
-            return False
-        found = self.scopes.bindings(func.id, func)
-        if len(found) != 1:
-            return False
-        node, value = found[0].node, found[0].value
-        if isinstance(node, ast.ClassDef):
-            plain = all(
-                isinstance(s, ast.AnnAssign | ast.Pass | ast.Expr) for s in node.body
-            )  # fields and a docstring: no method of its own
-            bases = {self.ctx.qualname(b) for b in node.bases}
-            return plain and bool(bases) and bases <= _NAMEDTUPLES
-        return isinstance(value, ast.Call) and self.ctx.qualname(value.func) in _NAMEDTUPLES
+        if id(node) in self._calling or len(self._calling) >= _CALLS_DEEP:
+            return [o for v in values for o in self.of(v)]  # (its parameters: every call's)
+        # What it returns made of its parameters is made of what this call hands them
+        # (`norm(x)` of `norm(image)` handed `x[i].cpu()` copies elsewhere: `x`'s origins):
+        # followed apart, with memos of its own (the same nodes, other values)
+        kept, self._memo, self._bound = (self._memo, self._bound), {}, {}
+        self._calling[id(node)] = call
+        try:
+            return [o for v in values for o in self.of(v)]
+        finally:
+            del self._calling[id(node)]
+            self._memo, self._bound = kept
 
     def _module(self, expr: ast.expr) -> bool:
         """``np.`` or ``json.`` in ``np.load(...)``: a module, not a value."""
@@ -488,20 +487,3 @@ def origins(ctx: Context) -> Origins:
         found = ctx.memo["port.origins"] = Origins(facts, value_kinds(facts), batch_plan(ctx))
     assert isinstance(found, Origins)
     return found
-
-
-def _handed(call: ast.Call, params: tuple[tuple[int, str], ...]) -> list[ast.expr] | None:
-    """The arguments ``call`` hands the parameters ``(position or -1, name)`` (None: one
-    is not told, a default or after a ``*args``)."""
-    given: list[ast.expr] = []
-    for position, name in params:
-        keyword = next((k.value for k in call.keywords if k.arg == name), None)
-        if keyword is not None:
-            given.append(keyword)
-        elif 0 <= position < len(call.args) and not any(
-            isinstance(a, ast.Starred) for a in call.args[: position + 1]
-        ):
-            given.append(call.args[position])
-        else:
-            return None
-    return given

@@ -100,6 +100,11 @@ class UntrackedValue(Rule):
                     f"move this value to `device` yourself: it is made by {untracked[0].what}, "
                     "which the port cannot follow, so it may be a tensor on the CPU"
                 )
+                if _host_copy(untracked[0].node):  # the port knows where it is: say so
+                    message = (
+                        f"move this value to `device` yourself: {untracked[0].what} copies it "
+                        "to the CPU, and here it meets the model or what the model gave"
+                    )
                 yield ctx.finding(self, operand, message=message)
         for model, where in model_escapes(port_facts(ctx)):
             message = (
@@ -134,3 +139,10 @@ class UntrackedValue(Rule):
                 "`device`, or move it there before the model sees it"
             )
             yield ctx.finding(self, call, message=message)
+
+
+def _host_copy(node: ast.AST) -> bool:
+    """``x.cpu()``: a copy the code makes on the CPU on purpose."""
+    if not isinstance(node, ast.Call) or node.args:
+        return False
+    return isinstance(node.func, ast.Attribute) and node.func.attr == "cpu"
