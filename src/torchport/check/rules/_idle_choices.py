@@ -19,6 +19,12 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   ``torch.cuda.synchronize()``, places nothing either). A flag bound in the function
   (``use_cuda = torch.cuda.is_available()``) or a branch naming CUDA otherwise (``.cuda()``,
   ``"cuda"``, ``torch.cuda.Stream()``) keeps the finding.
+* A choice bound to a name whose very next statement of the same block asserts CUDA:
+  ``assert name.type == "cuda"``, ``assert name == "cuda"`` (either side), or ``assert
+  torch.cuda.is_available()`` (held-out sample AC's F5: an lr-finder that stops unless the
+  choice was CUDA): the program goes on only on CUDA, so picking the accelerator there changes
+  nothing. An assertion of anything else (``name.type in ("cuda", "mps")``, ``!=``, another
+  name, ``"cpu"``), or one a statement later, keeps the finding.
 * A choice bound at a module's top to a name no code reads: the module never names it again
   and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
   AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
@@ -36,12 +42,13 @@ __all__ = ["decides_nothing"]
 
 
 def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the choice at ``node`` is overwritten unread at once, is a build script's,
-    only marks NVTX ranges on its caller's say, or is bound at the module's top to a name no
-    code reads."""
+    """Whether the choice at ``node`` is overwritten unread at once, asserted CUDA at once, is
+    a build script's, only marks NVTX ranges on its caller's say, or is bound at the module's
+    top to a name no code reads."""
     return (
         _builds_extensions(ctx)
         or _overwritten_unread(node, ctx)
+        or _asserted_cuda(node, ctx)
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
         or _unread_global(node, ctx)
     )
@@ -124,20 +131,57 @@ def _builds_extensions(ctx: Context) -> bool:
     return answer
 
 
-def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """``name = <the choice>`` whose next statement in the block binds ``name`` unread."""
+def _bound_choice(node: ast.If | ast.IfExp, ctx: Context) -> tuple[ast.stmt, str] | None:
+    """``name = <the choice>`` (through ``torch.device(...)``): the statement and the name."""
     if not isinstance(node, ast.IfExp):
-        return False
+        return None
     chain = ctx.ancestors
     i = len(chain) - 1
     while i >= 0 and isinstance(chain[i], (ast.Call, ast.IfExp)):
         i -= 1  # `torch.device(<choice>)`
     if i < 1:
-        return False
+        return None
     stmt = chain[i]
     name = _sole_name(stmt)
-    if name is None:
+    return None if name is None or not isinstance(stmt, ast.stmt) else (stmt, name)
+
+
+def _asserted_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` whose next statement in the block asserts CUDA (above)."""
+    bound = _bound_choice(node, ctx)
+    if bound is None:
         return False
+    stmt, name = bound
+    following = next_statement(stmt, ctx)
+    if not isinstance(following, ast.Assert):
+        return False
+    test = following.test
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        return ctx.qualname(test.func) == "torch.cuda.is_available"
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(
+        isinstance(cuda, ast.Constant) and cuda.value == "cuda" and _names_the_choice(other, name)
+        for cuda, other in (sides, sides[::-1])
+    )
+
+
+def _names_the_choice(side: ast.expr, name: str) -> bool:
+    """``name`` or ``name.type``."""
+    if isinstance(side, ast.Attribute) and side.attr == "type":
+        side = side.value
+    return isinstance(side, ast.Name) and side.id == name
+
+
+def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` whose next statement in the block binds ``name`` unread."""
+    bound = _bound_choice(node, ctx)
+    if bound is None:
+        return False
+    stmt, name = bound
     following = next_statement(stmt, ctx)
     if _sole_name(following) != name:
         return False
