@@ -48,7 +48,8 @@ DIRECT = {
     "label = f'GPU {torch.cuda.current_device()}'": False,
     "text = str(torch.cuda.current_device())": False,
     "info = {'current_device': torch.cuda.current_device(), "
-    "'allocated': torch.cuda.memory_allocated() if ok else 0, 'version': torch.version.cuda}": False,
+    "'allocated': torch.cuda.memory_allocated() if ok else 0, "
+    "'version': torch.version.cuda}": False,
     "info = {'current_device': torch.cuda.current_device(), 'count': n}": False,
     "n = torch.cuda.device_count()": False,
     "x = x.to(torch.cuda.current_device())": True,
@@ -105,7 +106,8 @@ def test_a_branch_that_only_describes_the_gpu_picks_no_device(
 def test_the_index_bound_twice_or_declared_global_is_not_followed() -> None:
     """A name bound again another way, or declared ``global``, keeps the finding."""
     base = "import torch\n\ndef f(x):\n    if torch.cuda.is_available():\n"
-    base += "        i = torch.cuda.current_device()\n        name = torch.cuda.get_device_name(i)\n"
+    base += "        i = torch.cuda.current_device()\n"
+    base += "        name = torch.cuda.get_device_name(i)\n"
     described = base + "    return x\n"
     assert [f.code for f in check_source(described, select=["TP109"])] == []
     loop = base + "    for i in range(2):\n        x = x.to(i)\n    return x\n"

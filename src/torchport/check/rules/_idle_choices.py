@@ -25,6 +25,20 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   choice was CUDA): the program goes on only on CUDA, so picking the accelerator there changes
   nothing. An assertion of anything else (``name.type in ("cuda", "mps")``, ``!=``, another
   name, ``"cpu"``), or one a statement later, keeps the finding.
+* A value that is no device: ``gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available()
+  else "cpu"`` (the GPU's name, its properties' ``.name``, its capability, or the CPU: held-out
+  sample AC's F2, an experiment's environment record). ``torch.cuda.current_device()`` or
+  ``device_count()`` there keeps the finding (an index may be a device).
+* A choice bound in a function to a name every read of which in that function (nested ones
+  too) is shown as text: an f-string's value whose literal text holds a character no device
+  string has (``f'Creating projections (device={_device})...'``: a space, a bracket, ``=``),
+  or what ``print`` or a logger is given (held-out sample AC's F2, a Streamlit progress
+  bar's label). One read at least; the function declares the name neither ``global`` nor
+  ``nonlocal`` and calls no ``locals``, ``vars``, ``eval`` or ``exec``. Any other read
+  (``x.to(dev)``, ``f'{dev}'``, ``f'{dev}:0'``, ``str(dev)``, a dict, ``return dev``) keeps the
+  finding. A module's global so read is left only where no other module may read it
+  (``_unread_globals.only_shown_anywhere``: the module-level setting's invariant, text reads
+  allowed; the choice at the module's top or in its ``if``/``with``/loop/``try`` blocks).
 * A choice bound at a module's top to a name no code reads: the module never names it again
   and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
   AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
@@ -49,6 +63,10 @@ def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
         _builds_extensions(ctx)
         or _overwritten_unread(node, ctx)
         or _asserted_cuda(node, ctx)
+        or (
+            isinstance(node, ast.IfExp)
+            and (_names_the_gpu(node.body, ctx) or _only_shown(node, ctx))
+        )
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
         or _unread_global(node, ctx)
     )
@@ -167,6 +185,91 @@ def _asserted_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
         isinstance(cuda, ast.Constant) and cuda.value == "cuda" and _names_the_choice(other, name)
         for cuda, other in (sides, sides[::-1])
     )
+
+
+_GPU_NAMES = frozenset({"torch.cuda.get_device_name", "torch.cuda.get_device_capability"})
+
+
+def _names_the_gpu(side: ast.expr, ctx: Context) -> bool:
+    """``torch.cuda.get_device_name(...)``, ``get_device_capability(...)``,
+    ``torch.cuda.get_device_properties(...).name``: no device, whatever its other side."""
+    if isinstance(side, ast.Attribute) and side.attr == "name":
+        side = side.value
+        return isinstance(side, ast.Call) and (
+            ctx.qualname(side.func) == "torch.cuda.get_device_properties"
+        )
+    return isinstance(side, ast.Call) and ctx.qualname(side.func) in _GPU_NAMES
+
+
+# what a device string may hold ("cuda:0", "mps", "privateuseone"); text holding anything
+# else is no device
+_DEVICE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
+_NAMESPACE_READERS = frozenset({"locals", "vars", "eval", "exec"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
+
+
+def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` in a function every read of which there is shown as text."""
+    bound = _bound_choice(node, ctx)
+    func = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
+    if bound is None or any(isinstance(a, (ast.ClassDef, ast.Lambda)) for a in ctx.ancestors):
+        return False
+    if func is None:  # a module global: read nowhere else, shown as text in its module
+        from torchport.check.rules._unread_globals import only_shown_anywhere
+
+        parents = _parents(ctx.tree)
+        return only_shown_anywhere(bound[0], ctx, lambda read: _shown_as_text(read, parents))
+    name = bound[1]
+    parents = _parents(func)
+    reads = 0
+    for sub in ast.walk(func):
+        if isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+            return False
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id in _NAMESPACE_READERS
+        ):
+            return False
+        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load):
+            if not _shown_as_text(sub, parents):
+                return False
+            reads += 1
+    return reads > 0
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    found: dict[int, ast.AST] = {}
+    for holder in ast.walk(tree):
+        for child in ast.iter_child_nodes(holder):
+            found[id(child)] = holder
+    return found
+
+
+def _shown_as_text(read: ast.Name, parents: dict[int, ast.AST]) -> bool:
+    """``read`` is an f-string's value whose literal text holds a non-device character, or
+    sits in what ``print(...)``/``logger.<level>(...)`` is given."""
+    holder = parents.get(id(read))
+    if isinstance(holder, ast.FormattedValue) and holder.value is read:
+        text = parents.get(id(holder))
+        if isinstance(text, ast.JoinedStr) and any(
+            isinstance(part, ast.Constant) and not set(str(part.value)) <= _DEVICE_CHARACTERS
+            for part in text.values
+        ):
+            return True
+    node: ast.AST | None = holder
+    while node is not None and not isinstance(node, ast.stmt):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "print") or (
+                isinstance(func, ast.Attribute)
+                and func.attr in _LOG_METHODS
+                and isinstance(func.value, ast.Name)
+                and func.value.id.lower() in ("logger", "logging", "log", "_logger", "_log")
+            ):
+                return True
+        node = parents.get(id(node))
+    return False
 
 
 def _names_the_choice(side: ast.expr, name: str) -> bool:

@@ -33,13 +33,14 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check._listing import remembered
 from torchport.check._nodes import sole_target
 from torchport.check._syntax import parsed_module
 
-__all__ = ["never_read_anywhere"]
+__all__ = ["never_read_anywhere", "only_shown_anywhere"]
 
 # called by name: they read a module's globals without naming them (also `builtins.eval`)
 _READERS = frozenset({"globals", "vars", "locals", "eval", "exec", "getattr", "__import__", "dir"})
@@ -71,6 +72,33 @@ def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
     return bool(remembered(_SEEN, ("globals", path, name), lambda: _unimported(path, name)))
 
 
+_COMPOUND = (ast.If, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.Try,
+             ast.ExceptHandler)  # fmt: skip
+
+
+def only_shown_anywhere(stmt: ast.stmt, ctx: Context, shown: Callable[[ast.Name], bool]) -> bool:
+    """Whether ``stmt``, ``NAME = value`` binding a module global (at the module's top or in
+    its ``if``/``with``/loop/``try`` blocks: a Streamlit script's), is read only where
+    ``shown`` says a read is shown as text: the invariant above with such reads allowed in
+    the module (one at least; other modules may not import it either)."""
+    chain = ctx.ancestors
+    at = next((i for i, a in enumerate(chain) if a is stmt), 0)
+    if not at or chain[0] is not ctx.tree or not all(isinstance(a, _COMPOUND) for a in chain[1:at]):
+        return False
+    target = sole_target(stmt)
+    if target is None or not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        return False
+    if not _evaluated_anywhere(stmt.value, ctx) or "inspect" in ctx.source:
+        return False
+    if not _named_once(ctx.tree, target, shown):
+        return False
+    path = os.path.abspath(ctx.path)
+    if not os.path.isfile(path):
+        return False
+    name = target.id
+    return bool(remembered(_SEEN, ("globals", path, name), lambda: _unimported(path, name)))
+
+
 def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
     """A value whose evaluation needs no CUDA: a string, ``a if t else b`` of such whose test
     calls nothing but ``is_available()``, ``torch.device(...)`` of such (not
@@ -88,13 +116,21 @@ def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
     return False
 
 
-def _named_once(tree: ast.Module, target: ast.Name) -> bool:
-    """No node of ``tree`` but ``target`` mentions its name (strings included), and none
-    reads a namespace or calls a reader of globals."""
+def _named_once(
+    tree: ast.Module, target: ast.Name, shown: Callable[[ast.Name], bool] | None = None
+) -> bool:
+    """No node of ``tree`` but ``target`` mentions its name (strings included; with ``shown``,
+    a read it says is shown as text aside), and none reads a namespace or calls a reader of
+    globals."""
     name = target.id
     word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and node is not target:
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and node is not target
+            and not (shown is not None and isinstance(node.ctx, ast.Load) and shown(node))
+        ):
             return False
         if (
             isinstance(node, ast.Constant)
