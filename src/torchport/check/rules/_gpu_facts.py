@@ -21,8 +21,9 @@ its value is only
   fact (a :data:`DESCRIBING` query's call, an attribute of one, ``torch.version.*``, a
   constant, an f-string, arithmetic of those, ``fact if test else fact``, or a plain name
   every binding of which in the scope (the module's, where the scope binds it nowhere) is a
-  single-target assignment of such a value, names aside), two of them query calls at least: the record holds no dtype, no tensor, no setting,
-  so nothing splatted from it places anything;
+  single-target assignment of such a value, names aside), two of them query calls at
+  least: the record holds no dtype, no tensor, no setting, so nothing splatted from it places
+  anything;
 * or bound, in the branch, to a plain name every read of which in the scope holding the
   branch (the function, or the module and all its functions) is one of the above; a name
   declared ``global`` or ``nonlocal`` there is not followed.
