@@ -29,9 +29,14 @@ NAMED = {
     "used = torch.cuda.memory_allocated(device=i) / 1024**2": False,
     "cap = torch.cuda.get_device_capability(i)": False,
     "label = f'GPU {i}'": False,
-    "text = str(i)": False,
+    "text = str(i)": True,  # a string that may be a device's index
+    "s = f'cuda:{i}'": True,
+    "print(x.to(i))": True,  # printed, but moved first
     "print('on', i)": False,
     "info = {'index': i, 'name': torch.cuda.get_device_name(i)}": False,
+    "info = {'index': i, 'name': torch.cuda.get_device_name(i), 'on': 'GPU info'}": False,
+    "info = {'index': i, 'name': torch.cuda.get_device_name(i), 'device': 'cuda'}": True,
+    "info = {'index': i, 'name': torch.cuda.get_device_name(i), 'at': f'cuda:{i}'}": True,
     "info = {'index': i, 'free': torch.cuda.mem_get_info(i), 'version': torch.version.cuda}": False,
     "x = x.to(i)": True,
     "y = torch.zeros(3, device=i)": True,
@@ -46,7 +51,7 @@ DIRECT = {
     "used = torch.cuda.memory_reserved(torch.cuda.current_device())": False,
     "name = torch.cuda.get_device_name(torch.cuda.current_device())": False,
     "label = f'GPU {torch.cuda.current_device()}'": False,
-    "text = str(torch.cuda.current_device())": False,
+    "text = str(torch.cuda.current_device())": True,
     "info = {'current_device': torch.cuda.current_device(), "
     "'allocated': torch.cuda.memory_allocated() if ok else 0, "
     "'version': torch.version.cuda}": False,
@@ -60,7 +65,14 @@ DIRECT = {
     "model.cuda(torch.cuda.current_device())": True,
 }
 # After the branch, in the scope holding it: True where it places with the name `i`
-AFTER = {"": False, "print(i)": False, "x = x.to(i)": True, "z = torch.cuda.memory_stats(i)": False}
+AFTER = {
+    "": False,
+    "print(i)": False,
+    "x = x.to(i)": True,
+    "z = torch.cuda.memory_stats(i)": False,
+    "y = x.to(f'cuda:{i}')": True,
+    "print(f'on {i}')": False,
+}
 TESTS = {"call": "torch.cuda.is_available()", "flag": "ok"}
 
 

@@ -65,6 +65,8 @@ READS = {
     "name = str(dev)": True,
     "record = {'device': dev}": True,
     "return dev": True,
+    "print(x.to(dev))": True,  # printed, but moved first
+    "logger.info('moved %s', model.to(dev))": True,
     "def later(x):\n        return x.to(dev)": True,
 }
 

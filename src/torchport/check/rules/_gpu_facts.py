@@ -15,15 +15,15 @@ its value is only
 
 * an argument of a query that describes the GPU (:data:`DESCRIBING`: its name, capability,
   properties, memory statistics; ``torch.cuda.memory_allocated(torch.cuda.current_device())``);
-* formatted: an f-string's value, ``str(...)``'s argument (what ``print`` or a logger shows is
-  not walked at all);
+* shown as text: an f-string's value whose literal text holds a character no device string
+  has (``f"GPU {i}"``, not ``f"cuda:{i}"``), or what ``print`` or a logger is given;
 * a value of a record of the GPU: a dict display with string keys whose every value is a
   fact (a :data:`DESCRIBING` query's call, an attribute of one, ``torch.version.*``, a
-  constant, an f-string, arithmetic of those, ``fact if test else fact``, or a plain name
-  every binding of which in the scope (the module's, where the scope binds it nowhere) is a
-  single-target assignment of such a value, names aside), two of them query calls at
-  least: the record holds no dtype, no tensor, no setting, so nothing splatted from it places
-  anything;
+  number, a string or f-string that is text (as above), arithmetic of those, ``fact if test
+  else fact``, or a plain name every binding of which in the scope (the module's, where the
+  scope binds it nowhere) is a single-target assignment of such a value, names aside), two
+  of them query calls at least: the record holds no dtype, no tensor, no setting, no device
+  string, so nothing splatted or read from it places anything;
 * or bound, in the branch, to a plain name every read of which in the scope holding the
   branch (the function, or the module and all its functions) is one of the above; a name
   declared ``global`` or ``nonlocal`` there is not followed.
@@ -39,7 +39,7 @@ import ast
 
 from torchport.check._context import Context
 
-__all__ = ["DESCRIBING", "only_described"]
+__all__ = ["DESCRIBING", "is_text", "only_described", "shown_as_text"]
 
 _CURRENT = "torch.cuda.current_device"
 # torch.cuda's queries that only describe the GPU: what a report reads, never a placement
@@ -94,42 +94,68 @@ def _described_at(
     ctx: Context,
 ) -> bool:
     """``value`` (a call or a name's read) sits where it is only described: a describing
-    query's argument, an f-string's value, ``str``'s argument, a record's value, or anywhere
-    inside what ``print`` or a logger shows."""
+    query's argument, a record's value, or shown as text (:func:`shown_as_text`)."""
     if isinstance(holder, ast.keyword):
         holder = parents.get(id(holder))
         if not isinstance(holder, ast.Call) or not any(k.value is value for k in holder.keywords):
             return False
         return ctx.qualname(holder.func) in DESCRIBING
-    if isinstance(holder, ast.Call) and any(a is value for a in holder.args):
-        if ctx.qualname(holder.func) in DESCRIBING:
-            return True
-        if isinstance(holder.func, ast.Name) and holder.func.id == "str" and len(holder.args) == 1:
-            return True
-    if isinstance(holder, ast.FormattedValue) and holder.value is value:
+    if (
+        isinstance(holder, ast.Call)
+        and any(a is value for a in holder.args)
+        and ctx.qualname(holder.func) in DESCRIBING
+    ):
         return True
     if isinstance(holder, ast.Dict) and any(v is value for v in holder.values):
         return _record(holder, scope, ctx)
-    return _shown(value, parents)
+    return shown_as_text(value, parents)
 
 
-def _shown(value: ast.AST, parents: dict[int, ast.AST]) -> bool:
-    """``value`` is inside the arguments of ``print(...)`` or ``logger.info(...)``."""
-    node = parents.get(id(value))
-    while node is not None:
-        if isinstance(node, ast.Call):
-            func = node.func
-            if (isinstance(func, ast.Name) and func.id == "print") or (
-                isinstance(func, ast.Attribute)
-                and func.attr in _LOG_METHODS
-                and isinstance(func.value, ast.Name)
-                and func.value.id.lower() in ("logger", "logging", "log", "_logger", "_log")
-            ):
-                return True
-        if isinstance(node, ast.stmt):
-            return False
-        node = parents.get(id(node))
-    return False
+# what a device string may hold ("cuda:0", "mps", "privateuseone"): text holding any other
+# character is no device
+_DEVICE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
+
+
+def is_text(value: ast.AST) -> bool:
+    """A string constant, or an f-string with a literal part, holding a character no device
+    string has (a space, a bracket, ``=``)."""
+    if isinstance(value, ast.JoinedStr):
+        return any(is_text(part) for part in value.values)
+    return (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, str)
+        and not set(value.value) <= _DEVICE_CHARACTERS
+    )
+
+
+def shown_as_text(value: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """``value`` is the value of an f-string that is text (:func:`is_text`), or an argument
+    of ``print(...)``/``logger.<level>(...)``, directly or as an f-string's value."""
+    holder = parents.get(id(value))
+    if isinstance(holder, ast.FormattedValue) and holder.value is value:
+        value = parents.get(id(holder)) or holder
+        if isinstance(value, ast.JoinedStr) and is_text(value):
+            return True
+        holder = parents.get(id(value))
+    if isinstance(holder, ast.keyword) and holder.value is value:
+        holder = parents.get(id(holder))
+        return isinstance(holder, ast.Call) and _reports(holder)
+    return (
+        isinstance(holder, ast.Call) and _reports(holder) and any(a is value for a in holder.args)
+    )
+
+
+def _reports(call: ast.Call) -> bool:
+    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "print"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _LOG_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id.lower() in ("logger", "logging", "log", "_logger", "_log")
+    )
 
 
 def _reads_only_described(name: str, scope: ast.AST, ctx: Context) -> bool:
@@ -165,13 +191,10 @@ def _record(record: ast.Dict, scope: ast.AST, ctx: Context) -> bool:
 def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int | None:
     """None: not a fact; else how many describing queries it calls (0 or 1)."""
     if isinstance(value, ast.Constant):
-        return 0
+        return 0 if not isinstance(value.value, str) or is_text(value) else None
     if isinstance(value, ast.JoinedStr):
-        return (
-            0 if all(_fact(v, scope, ctx, names=names) is not None for v in value.values) else None
-        )
-    if isinstance(value, ast.FormattedValue):
-        return _fact(value.value, scope, ctx, names=names)
+        facts = [_fact(v.value, scope, ctx, names=names) for v in value.values if _formatted(v)]
+        return 0 if is_text(value) and None not in facts else None
     if isinstance(value, ast.Call):
         if ctx.qualname(value.func) not in DESCRIBING:
             return None
@@ -197,6 +220,10 @@ def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int |
             kind = _bound_to_facts(value.id, ctx.tree, ctx)
         return None if kind == -1 else kind
     return None
+
+
+def _formatted(part: ast.AST) -> bool:
+    return isinstance(part, ast.FormattedValue)
 
 
 def _bound_to_facts(name: str, scope: ast.AST, ctx: Context) -> int | None:

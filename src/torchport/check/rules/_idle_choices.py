@@ -201,11 +201,7 @@ def _names_the_gpu(side: ast.expr, ctx: Context) -> bool:
     return isinstance(side, ast.Call) and ctx.qualname(side.func) in _GPU_NAMES
 
 
-# what a device string may hold ("cuda:0", "mps", "privateuseone"); text holding anything
-# else is no device
-_DEVICE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
 _NAMESPACE_READERS = frozenset({"locals", "vars", "eval", "exec"})
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
 
 
 def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
@@ -214,11 +210,13 @@ def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
     func = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
     if bound is None or any(isinstance(a, (ast.ClassDef, ast.Lambda)) for a in ctx.ancestors):
         return False
+    from torchport.check.rules._gpu_facts import shown_as_text  # on first use
+
     if func is None:  # a module global: read nowhere else, shown as text in its module
         from torchport.check.rules._unread_globals import only_shown_anywhere
 
         parents = _parents(ctx.tree)
-        return only_shown_anywhere(bound[0], ctx, lambda read: _shown_as_text(read, parents))
+        return only_shown_anywhere(bound[0], ctx, lambda read: shown_as_text(read, parents))
     name = bound[1]
     parents = _parents(func)
     reads = 0
@@ -232,7 +230,7 @@ def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
         ):
             return False
         if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load):
-            if not _shown_as_text(sub, parents):
+            if not shown_as_text(sub, parents):
                 return False
             reads += 1
     return reads > 0
@@ -244,32 +242,6 @@ def _parents(tree: ast.AST) -> dict[int, ast.AST]:
         for child in ast.iter_child_nodes(holder):
             found[id(child)] = holder
     return found
-
-
-def _shown_as_text(read: ast.Name, parents: dict[int, ast.AST]) -> bool:
-    """``read`` is an f-string's value whose literal text holds a non-device character, or
-    sits in what ``print(...)``/``logger.<level>(...)`` is given."""
-    holder = parents.get(id(read))
-    if isinstance(holder, ast.FormattedValue) and holder.value is read:
-        text = parents.get(id(holder))
-        if isinstance(text, ast.JoinedStr) and any(
-            isinstance(part, ast.Constant) and not set(str(part.value)) <= _DEVICE_CHARACTERS
-            for part in text.values
-        ):
-            return True
-    node: ast.AST | None = holder
-    while node is not None and not isinstance(node, ast.stmt):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if (isinstance(func, ast.Name) and func.id == "print") or (
-                isinstance(func, ast.Attribute)
-                and func.attr in _LOG_METHODS
-                and isinstance(func.value, ast.Name)
-                and func.value.id.lower() in ("logger", "logging", "log", "_logger", "_log")
-            ):
-                return True
-        node = parents.get(id(node))
-    return False
 
 
 def _names_the_choice(side: ast.expr, name: str) -> bool:
