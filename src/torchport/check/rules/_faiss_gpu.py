@@ -14,20 +14,12 @@ module body holding it, as apex's CUDA-only entries do).
 
 from __future__ import annotations
 
-from torchport.check._context import Context
-
-__all__ = ["faiss_gpu", "may_call_faiss_gpu"]
+__all__ = ["faiss_gpu"]
 
 _COPIES = frozenset(
     {"index_cpu_to_gpu", "index_cpu_to_gpus_list", "index_cpu_to_all_gpus"}
     | {"index_cpu_to_gpu_multiple", "index_cpu_to_gpu_multiple_py"}
 )
-
-
-def may_call_faiss_gpu(ctx: Context) -> bool:
-    """A cheap look: the source names faiss and a GPU entry's word."""
-    source = ctx.source
-    return "faiss" in source and ("Gpu" in source or "to_gpu" in source or "all_gpus" in source)
 
 
 def faiss_gpu(called: str) -> bool:
