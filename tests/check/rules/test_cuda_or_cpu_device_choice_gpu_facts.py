@@ -126,3 +126,18 @@ def test_the_index_bound_twice_or_declared_global_is_not_followed() -> None:
     assert [f.code for f in check_source(loop, select=["TP109"])] == ["TP109"]
     declared = base.replace("def f(x):\n", "def f(x):\n    global i\n") + "    return x\n"
     assert [f.code for f in check_source(declared, select=["TP109"])] == ["TP109"]
+
+
+def test_each_line_alone_decides_the_finding() -> None:
+    """Every entry of the tables alone (a line in the branch, or the name's read after it),
+    in a function and at the module's top, both tests of CUDA."""
+    cases = [(True, [line], "") for line in NAMED] + [(False, [line], "") for line in DIRECT]
+    cases += [(True, ["name = torch.cuda.get_device_name(i)"], after) for after in AFTER]
+    for where in ("function", "module"):
+        for test in TESTS:
+            for named, lines, after in cases:
+                source = program(where, test, named, lines, after)
+                table = NAMED if named else DIRECT
+                expected = any(table[line] for line in lines) or AFTER[after]
+                found = [f.code for f in check_source(source, select=["TP109"])]
+                assert (found == ["TP109"]) == expected, source

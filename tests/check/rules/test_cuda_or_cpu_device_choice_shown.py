@@ -143,3 +143,14 @@ def test_a_module_choice_only_shown_and_imported_nowhere_is_left(
         found = [f.code for f in check_source(source, str(root / "app.py"), select=["TP109"])]
     read_as_device = any(MODULE_READS[r][1] for r in reads) or MODULE_IMPORTERS[importer][1]
     assert (found == []) == (checkout and not read_as_device), source
+
+
+def test_each_read_alone_decides_the_finding() -> None:
+    """Every read of the table alone, after each form of the choice, in a function."""
+    for choice in CHOICES:
+        for read in READS:
+            lines = [choice, read] if read == "return dev" else [choice, read, "return x"]
+            body = "".join(f"    {line}\n" for line in lines)
+            source = f"import torch\n\ndef run(x, model, st, logger):\n{body}"
+            found = [f.code for f in check_source(source, select=["TP109"])]
+            assert (found == []) == (not READS[read]), source
