@@ -193,7 +193,8 @@ def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int |
     if isinstance(value, ast.Constant):
         return 0 if not isinstance(value.value, str) or is_text(value) else None
     if isinstance(value, ast.JoinedStr):
-        facts = [_fact(v.value, scope, ctx, names=names) for v in value.values if _formatted(v)]
+        parts = [v.value for v in value.values if isinstance(v, ast.FormattedValue)]
+        facts = [_fact(part, scope, ctx, names=names) for part in parts]
         return 0 if is_text(value) and None not in facts else None
     if isinstance(value, ast.Call):
         if ctx.qualname(value.func) not in DESCRIBING:
@@ -220,10 +221,6 @@ def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int |
             kind = _bound_to_facts(value.id, ctx.tree, ctx)
         return None if kind == -1 else kind
     return None
-
-
-def _formatted(part: ast.AST) -> bool:
-    return isinstance(part, ast.FormattedValue)
 
 
 def _bound_to_facts(name: str, scope: ast.AST, ctx: Context) -> int | None:
