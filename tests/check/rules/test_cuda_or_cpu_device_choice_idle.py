@@ -97,7 +97,10 @@ def test_a_choice_bound_over_unread_at_once_decides_nothing(
     if in_function:
         lines = ["def main(args, model):", *(f"    {line}" for line in lines)]
     source = "\n".join(["import torch", "", *lines]) + "\n"
-    assert _reported(source) != overwritten, source
+    # in a function, a choice whose only read is `print(name)` is only shown as text
+    # (test_cuda_or_cpu_device_choice_shown.py); at a module's top another module may read it
+    shown_only = in_function and after == "print({n})"
+    assert _reported(source) != (overwritten or shown_only), source
 
 
 IMPORTS = (

@@ -3,7 +3,9 @@
 Held-out sample AB (Deep_RL_SUT's ``agents/distributed_rl.py``, Safe-RL's
 ``run_policy_contrained.py``, judged low (e)): ``device = torch.device("cuda" if
 torch.cuda.is_available() else "cpu")`` at a module's top, named nowhere else in the module,
-the module imported by no other (or only for its other names).
+the module imported by no other (or only for its other names), or named by another only in a
+string where no other file spells ``device`` nor reads a namespace (held-out sample AC's
+book-recommendation-platform ``precompute_embs.py``, a runner's list of scripts).
 
 The oracle is the tables below, each part marked by hand with whether it may read the
 module's ``device`` (or lets code the check cannot see read it): statements of the module,
@@ -68,7 +70,16 @@ IMPORTERS = {
     "imports all": ("from helpers import *\n", True),
     "imports the module": ("import helpers\n", True),
     "imports the module from a package": ("from pkg import helpers\n", True),
-    "names the module in a string": ('MODULE = "helpers"\n', True),
+    # a string naming the module (a runner's list of scripts): a loader would have to spell
+    # `device` or read the namespace, and no other file does (held-out sample AC, pos 99)
+    "names the module in a string": ('MODULE = "helpers"\n', False),
+    "names the module and the name in strings": ('MODULE = "helpers"\nNAME = "device"\n', True),
+    "names the module and reads by getattr": (
+        'import importlib\n\nD = getattr(importlib.import_module("helpers"), "dev" + "ice")\n',
+        True,
+    ),
+    "names the module and runs it": ('import runpy\n\nG = runpy.run_path("helpers.py")\n', True),
+    "names the module, imports inspect": ('import inspect\n\nMODULE = "helpers"\n', True),
 }
 # a third file: (name, text, may read it?)
 FILES = {

@@ -140,7 +140,9 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
     device would run those calls and fail.
 
     What the branch only prints or logs (``print(torch.cuda.get_device_name())``,
-    ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing.
+    ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing; with ``timing``,
+    neither does a ``current_device()`` whose value is only described (``_gpu_facts``: a
+    query's argument, a GPU record's value; held-out samples Z-AC's F1).
     """
     body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
     for part in body:
@@ -162,10 +164,20 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
                     name.startswith("torch.cuda.")
                     and name not in _QUERIES
                     and name not in _RNG_STATE
-                    and not (timing and name in _TIMING)
+                    and not (timing and (name in _TIMING or _described(sub, node, ctx)))
                 ):
                     return True
     return False
+
+
+def _described(call: ast.Call, branch: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """``torch.cuda.current_device()`` only described (``_gpu_facts``, read on first use)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "current_device"):
+        return False
+    from torchport.check.rules._gpu_facts import only_described
+
+    return only_described(call, branch, ctx)
 
 
 def left_alone(node: ast.AST, ctx: Context) -> bool:

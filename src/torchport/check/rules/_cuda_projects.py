@@ -29,7 +29,7 @@ or the module compiles CUDA sources itself (``load``/``load_inline`` called, and
 ``cuda_sources=`` or a ``.cu``/``.cuh`` name in it: nvdiffrast's ``ops.py``), or it surely
 imports NVIDIA apex's ``amp`` or ``parallel`` at the top and calls their CUDA-only entry
 (:data:`APEX_CUDA_CALLS`) on every run of the function (or module body) holding the call: not
-behind an ``if``, ``try``, loop or ``with`` of its own.
+behind an ``if``, ``try``, loop or ``with`` of its own; faiss's GPU entries too (``_faiss_gpu``).
 
 apex's Python parts import without a GPU, so they count where used, not where imported
 (NVIDIA/apex before ``cb65b8e``, which removed both in 2025): ``amp.initialize`` raises
@@ -202,7 +202,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
     Once per file, walked only when the source names a candidate at all."""
     text = "\n" + ctx.source  # (see _INDENTED_IMPORT)
     indented = _INDENTED_IMPORT.findall(text)
-    apex = _may_call_apex(ctx)
+    apex = _may_call_apex(ctx) or "faiss" in ctx.source  # (faiss's GPU entries)
     package = _CALLED_IMPORT.search(text) is not None
     if not indented and not apex and not package:
         return {}
@@ -242,7 +242,8 @@ def _needs(ctx: Context) -> bool:
     return (
         ("cpp_extension" in ctx.source and _compiles(ctx))
         or _imports_cuda(ctx, imported)
-        or (_may_call_apex(ctx) and _runs_apex_cuda(ctx, imported))
+        or (_may_call_apex(ctx) and _imports_apex(imported) and _surely_calls_an_entry(ctx))
+        or ("faiss" in ctx.source and _surely_calls_an_entry(ctx))
         or (_imports_apex(imported) and _helper_of_apex_scripts(ctx))
     )
 
@@ -293,11 +294,14 @@ def _may_call_apex(ctx: Context) -> bool:
     return "apex" in source and ("initialize" in source or "DistributedDataParallel" in source)
 
 
-def _runs_apex_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
-    """The module surely imports ``apex.amp``/``apex.parallel`` at the top, and calls one of
-    :data:`APEX_CUDA_CALLS` on every run of the function (or module body) holding the call."""
-    if not any(path and name.partition(".")[0] == "apex" for name, path in imported):
-        return False
+def _faiss(called: str) -> bool:  # faiss's GPU entries (rules/_faiss_gpu.py, read on first use)
+    from torchport.check.rules._faiss_gpu import faiss_gpu
+
+    return called.startswith("faiss.") and faiss_gpu(called)
+
+
+def _surely_calls_an_entry(ctx: Context) -> bool:
+    """:data:`APEX_CUDA_CALLS` or faiss's GPU entries called on every run of a body holding one."""
     bodies: list[list[ast.stmt]] = [ctx.tree.body]
     while bodies:
         for stmt in bodies.pop():
@@ -329,8 +333,8 @@ def _calls_apex_cuda(ctx: Context, stmt: ast.stmt, *, packages: bool = False) ->
         if isinstance(node, _DEFERRED):
             continue  # runs later, or only on one side of a choice
         if isinstance(node, ast.Call):
-            called = ctx.qualname(node.func)
-            if called in APEX_CUDA_CALLS or (packages and called and _of_package(called)):
+            called = ctx.qualname(node.func) or ""
+            if called in APEX_CUDA_CALLS or _faiss(called) or (packages and _of_package(called)):
                 return True
         todo.extend(ast.iter_child_nodes(node))
     return False

@@ -19,6 +19,26 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   ``torch.cuda.synchronize()``, places nothing either). A flag bound in the function
   (``use_cuda = torch.cuda.is_available()``) or a branch naming CUDA otherwise (``.cuda()``,
   ``"cuda"``, ``torch.cuda.Stream()``) keeps the finding.
+* A choice bound to a name whose very next statement of the same block asserts CUDA:
+  ``assert name.type == "cuda"``, ``assert name == "cuda"`` (either side), or ``assert
+  torch.cuda.is_available()`` (held-out sample AC's F5: an lr-finder that stops unless the
+  choice was CUDA): the program goes on only on CUDA, so picking the accelerator there changes
+  nothing. An assertion of anything else (``name.type in ("cuda", "mps")``, ``!=``, another
+  name, ``"cpu"``), or one a statement later, keeps the finding.
+* A value that is no device: ``gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available()
+  else "cpu"`` (the GPU's name, its properties' ``.name``, its capability, or the CPU: held-out
+  sample AC's F2, an experiment's environment record). ``torch.cuda.current_device()`` or
+  ``device_count()`` there keeps the finding (an index may be a device).
+* A choice bound in a function to a name every read of which in that function (nested ones
+  too) is shown as text: an f-string's value whose literal text holds a character no device
+  string has (``f'Creating projections (device={_device})...'``: a space, a bracket, ``=``),
+  or what ``print`` or a logger is given (held-out sample AC's F2, a Streamlit progress
+  bar's label). One read at least; the function declares the name neither ``global`` nor
+  ``nonlocal`` and calls no ``locals``, ``vars``, ``eval`` or ``exec``. Any other read
+  (``x.to(dev)``, ``f'{dev}'``, ``f'{dev}:0'``, ``str(dev)``, a dict, ``return dev``) keeps the
+  finding. A module's global so read is left only where no other module may read it
+  (``_unread_globals.only_shown_anywhere``: the module-level setting's invariant, text reads
+  allowed; the choice at the module's top or in its ``if``/``with``/loop/``try`` blocks).
 * A choice bound at a module's top to a name no code reads: the module never names it again
   and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
   AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
@@ -36,12 +56,17 @@ __all__ = ["decides_nothing"]
 
 
 def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the choice at ``node`` is overwritten unread at once, is a build script's,
-    only marks NVTX ranges on its caller's say, or is bound at the module's top to a name no
-    code reads."""
+    """Whether the choice at ``node`` is overwritten unread at once, asserted CUDA at once, is
+    a build script's, only marks NVTX ranges on its caller's say, or is bound at the module's
+    top to a name no code reads."""
     return (
         _builds_extensions(ctx)
         or _overwritten_unread(node, ctx)
+        or _asserted_cuda(node, ctx)
+        or (
+            isinstance(node, ast.IfExp)
+            and (_names_the_gpu(node.body, ctx) or _only_shown(node, ctx))
+        )
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
         or _unread_global(node, ctx)
     )
@@ -124,20 +149,114 @@ def _builds_extensions(ctx: Context) -> bool:
     return answer
 
 
-def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """``name = <the choice>`` whose next statement in the block binds ``name`` unread."""
+def _bound_choice(node: ast.If | ast.IfExp, ctx: Context) -> tuple[ast.stmt, str] | None:
+    """``name = <the choice>`` (through ``torch.device(...)``): the statement and the name."""
     if not isinstance(node, ast.IfExp):
-        return False
+        return None
     chain = ctx.ancestors
     i = len(chain) - 1
     while i >= 0 and isinstance(chain[i], (ast.Call, ast.IfExp)):
         i -= 1  # `torch.device(<choice>)`
     if i < 1:
-        return False
+        return None
     stmt = chain[i]
     name = _sole_name(stmt)
-    if name is None:
+    return None if name is None or not isinstance(stmt, ast.stmt) else (stmt, name)
+
+
+def _asserted_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` whose next statement in the block asserts CUDA (above)."""
+    bound = _bound_choice(node, ctx)
+    if bound is None:
         return False
+    stmt, name = bound
+    following = next_statement(stmt, ctx)
+    if not isinstance(following, ast.Assert):
+        return False
+    test = following.test
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        return ctx.qualname(test.func) == "torch.cuda.is_available"
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(
+        isinstance(cuda, ast.Constant) and cuda.value == "cuda" and _names_the_choice(other, name)
+        for cuda, other in (sides, sides[::-1])
+    )
+
+
+_GPU_NAMES = frozenset({"torch.cuda.get_device_name", "torch.cuda.get_device_capability"})
+
+
+def _names_the_gpu(side: ast.expr, ctx: Context) -> bool:
+    """``torch.cuda.get_device_name(...)``, ``get_device_capability(...)``,
+    ``torch.cuda.get_device_properties(...).name``: no device, whatever its other side."""
+    if isinstance(side, ast.Attribute) and side.attr == "name":
+        side = side.value
+        return isinstance(side, ast.Call) and (
+            ctx.qualname(side.func) == "torch.cuda.get_device_properties"
+        )
+    return isinstance(side, ast.Call) and ctx.qualname(side.func) in _GPU_NAMES
+
+
+_NAMESPACE_READERS = frozenset({"locals", "vars", "eval", "exec"})
+
+
+def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` in a function every read of which there is shown as text."""
+    bound = _bound_choice(node, ctx)
+    func = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
+    if bound is None or any(isinstance(a, (ast.ClassDef, ast.Lambda)) for a in ctx.ancestors):
+        return False
+    from torchport.check.rules._gpu_facts import shown_as_text  # on first use
+
+    if func is None:  # a module global: read nowhere else, shown as text in its module
+        from torchport.check.rules._unread_globals import only_shown_anywhere
+
+        parents = _parents(ctx.tree)
+        return only_shown_anywhere(bound[0], ctx, lambda read: shown_as_text(read, parents))
+    name = bound[1]
+    parents = _parents(func)
+    reads = 0
+    for sub in ast.walk(func):
+        if isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+            return False
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id in _NAMESPACE_READERS
+        ):
+            return False
+        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load):
+            if not shown_as_text(sub, parents):
+                return False
+            reads += 1
+    return reads > 0
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    found: dict[int, ast.AST] = {}
+    for holder in ast.walk(tree):
+        for child in ast.iter_child_nodes(holder):
+            found[id(child)] = holder
+    return found
+
+
+def _names_the_choice(side: ast.expr, name: str) -> bool:
+    """``name`` or ``name.type``."""
+    if isinstance(side, ast.Attribute) and side.attr == "type":
+        side = side.value
+    return isinstance(side, ast.Name) and side.id == name
+
+
+def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` whose next statement in the block binds ``name`` unread."""
+    bound = _bound_choice(node, ctx)
+    if bound is None:
+        return False
+    stmt, name = bound
     following = next_statement(stmt, ctx)
     if _sole_name(following) != name:
         return False

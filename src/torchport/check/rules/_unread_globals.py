@@ -25,7 +25,12 @@ The invariant, each point needed (any doubt: the finding stays):
   word) is Python that parses, and spells it only in ``from ....stem import a, b``
   naming neither ``NAME`` nor ``*`` (an ``import pkg.stem``, ``from pkg import stem``, a
   string naming it, a config or notebook naming it: doubt; a Markdown or reST document,
-  read by people, is no reader).
+  read by people, is no reader); or in strings (a list of scripts a runner starts, a
+  docstring: held-out sample AC's book-recommendation-platform ``precompute_embs.py``, pos
+  99) where no other file of the repository spells ``NAME`` as a word (code loading the
+  module by its name would have to) and the file reads no namespace (the module's own
+  readers, ``runpy``'s ``run_path``/``run_module``, ``attrgetter``, ``__getattribute__``,
+  ``getmembers``, ``inspect``).
 """
 
 from __future__ import annotations
@@ -33,13 +38,14 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check._listing import remembered
 from torchport.check._nodes import sole_target
 from torchport.check._syntax import parsed_module
 
-__all__ = ["never_read_anywhere"]
+__all__ = ["never_read_anywhere", "only_shown_anywhere"]
 
 # called by name: they read a module's globals without naming them (also `builtins.eval`)
 _READERS = frozenset({"globals", "vars", "locals", "eval", "exec", "getattr", "__import__", "dir"})
@@ -71,6 +77,33 @@ def never_read_anywhere(node: ast.AST, ctx: Context) -> bool:
     return bool(remembered(_SEEN, ("globals", path, name), lambda: _unimported(path, name)))
 
 
+_COMPOUND = (ast.If, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.Try,
+             ast.ExceptHandler)  # fmt: skip
+
+
+def only_shown_anywhere(stmt: ast.stmt, ctx: Context, shown: Callable[[ast.Name], bool]) -> bool:
+    """Whether ``stmt``, ``NAME = value`` binding a module global (at the module's top or in
+    its ``if``/``with``/loop/``try`` blocks: a Streamlit script's), is read only where
+    ``shown`` says a read is shown as text: the invariant above with such reads allowed in
+    the module (one at least; other modules may not import it either)."""
+    chain = ctx.ancestors
+    at = next((i for i, a in enumerate(chain) if a is stmt), 0)
+    if not at or chain[0] is not ctx.tree or not all(isinstance(a, _COMPOUND) for a in chain[1:at]):
+        return False
+    target = sole_target(stmt)
+    if target is None or not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        return False
+    if not _evaluated_anywhere(stmt.value, ctx) or "inspect" in ctx.source:
+        return False
+    if not _named_once(ctx.tree, target, shown):
+        return False
+    path = os.path.abspath(ctx.path)
+    if not os.path.isfile(path):
+        return False
+    name = target.id
+    return bool(remembered(_SEEN, ("globals", path, name), lambda: _unimported(path, name)))
+
+
 def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
     """A value whose evaluation needs no CUDA: a string, ``a if t else b`` of such whose test
     calls nothing but ``is_available()``, ``torch.device(...)`` of such (not
@@ -88,13 +121,21 @@ def _evaluated_anywhere(value: ast.expr, ctx: Context) -> bool:
     return False
 
 
-def _named_once(tree: ast.Module, target: ast.Name) -> bool:
-    """No node of ``tree`` but ``target`` mentions its name (strings included), and none
-    reads a namespace or calls a reader of globals."""
+def _named_once(
+    tree: ast.Module, target: ast.Name, shown: Callable[[ast.Name], bool] | None = None
+) -> bool:
+    """No node of ``tree`` but ``target`` mentions its name (strings included; with ``shown``,
+    a read it says is shown as text aside), and none reads a namespace or calls a reader of
+    globals."""
     name = target.id
     word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and node is not target:
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and node is not target
+            and not (shown is not None and isinstance(node.ctx, ast.Load) and shown(node))
+        ):
             return False
         if (
             isinstance(node, ast.Constant)
@@ -130,6 +171,8 @@ def _unimported(path: str, name: str) -> bool:
     if texts is None:
         return False
     word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    spelled = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?![\w])")
+    strings = not any(os.path.abspath(f) != path and spelled.search(d) for f, d in texts)
     for file, data in texts:
         if os.path.abspath(file) == path or stem.encode() not in data or not word.search(data):
             continue
@@ -141,14 +184,29 @@ def _unimported(path: str, name: str) -> bool:
             tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
         except (SyntaxError, ValueError):
             return False
-        if not _imports_only_others(tree, stem, name):
+        if not _imports_only_others(tree, stem, name, strings=strings and _no_reader(tree)):
             return False
     return True
 
 
-def _imports_only_others(tree: ast.Module, stem: str, name: str) -> bool:
+# what reads a module's globals without naming them, besides its own readers (_READERS)
+_LOADERS = frozenset({"run_path", "run_module", "attrgetter", "__getattribute__", "getmembers"})
+
+
+def _no_reader(tree: ast.Module) -> bool:
+    """``tree`` calls no reader of a namespace, reaches none and spells no ``inspect``."""
+    for node in ast.walk(tree):
+        spelled = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        if spelled in _READERS or spelled in _LOADERS or spelled in _NAMESPACES:
+            return False
+        if spelled == "inspect" or (isinstance(node, ast.alias) and "inspect" in node.name):
+            return False
+    return True
+
+
+def _imports_only_others(tree: ast.Module, stem: str, name: str, *, strings: bool) -> bool:
     """Every mention of ``stem`` in ``tree`` is ``from ....stem import ...`` of names other
-    than ``name`` and ``*``."""
+    than ``name`` and ``*`` (or, with ``strings``, a string)."""
     pattern = re.compile(rf"(?<!\w){re.escape(stem)}(?!\w)")
     allowed: set[int] = set()
     for node in ast.walk(tree):
@@ -162,7 +220,12 @@ def _imports_only_others(tree: ast.Module, stem: str, name: str) -> bool:
                 return False  # `from pkg.stem.sub import x`: the package's own module
             continue
         text = _spelled(node)
-        if text is not None and id(node) not in allowed and pattern.search(text):
+        if (
+            text is not None
+            and id(node) not in allowed
+            and pattern.search(text)
+            and not (strings and isinstance(node, ast.Constant))
+        ):
             return False
     return True
 
