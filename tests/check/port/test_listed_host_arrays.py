@@ -64,8 +64,8 @@ def _read_line(source: str, case: object) -> set[int]:
 _ITEMS = st.lists(st.one_of(st.sampled_from(_HOST), st.sampled_from(_NEAR)), min_size=1, max_size=4)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases=st.lists(st.tuples(st.sampled_from(_READS), _ITEMS), min_size=1, max_size=6))
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases=st.lists(st.tuples(st.sampled_from(_READS), _ITEMS), min_size=1, max_size=4))
 def test_a_list_written_at_the_read_is_reported_exactly_where_the_run_stops(
     cases: list[tuple[str, list[str]]],
 ) -> None:
