@@ -131,7 +131,18 @@ def _numpy_given_a_device_tensor(
         return next((a for a in args if surely_on_device(a, scope, facts)), None)
     if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, scope, facts, ctx)):
         return None
-    return next((a for a in args if facts.on_device(a, scope) and not _host(a, facts)), None)
+    items = [i for a in args for i in _items(a)]
+    return next((a for a in items if facts.on_device(a, scope) and not _host(a, facts)), None)
+
+
+def _items(arg: ast.expr) -> list[ast.expr]:
+    """A list written at the read (``np.concatenate([a, b])``) is made there and handed over
+    at once, so numpy reads its items: each is asked, not the list (whose name-blind flow
+    marks it a device value when one name in it has a device binding elsewhere). A list
+    with a starred item is asked whole."""
+    if isinstance(arg, ast.List) and not any(isinstance(e, ast.Starred) for e in arg.elts):
+        return [i for e in arg.elts for i in _items(e)]
+    return [arg]
 
 
 def _host(expr: ast.expr, facts: PortFacts) -> bool:
