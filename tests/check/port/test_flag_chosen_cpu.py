@@ -7,14 +7,19 @@ trg.py, and for 3-flow only two unrelated findings, while on an accelerator (MPS
 CUDA too unless the user passes the flag) everything runs on the CPU. TP109 names
 ``torch.cuda.is_available()`` choices only.
 
-Stated here, not closed: the port should leave a finding at the choice (as TP109 does for a
-CUDA-or-CPU test). Strict xfail until it does.
+Now TP109 takes a flag named for CUDA compared with a number (``args.cuda < 0``,
+``args.gpu >= 0``, ``opt.gpu != -1``) for the CUDA-or-CPU test it is, either arm the CPU, and
+the port leaves its finding at the choice (no fix: as for any flag). The generator draws the
+test's forms and the CUDA arm's (``"cuda:" + str(i)``, an f-string, ``%``, the bare index),
+with near misses that stay silent: a flag not named for CUDA, or a choice between no devices.
 """
 
 from __future__ import annotations
 
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from torchport.check import check_source
 from torchport.check.port import port_text
 
 _PROGRAM = (
@@ -29,9 +34,41 @@ _PROGRAM = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="h31o: a flag-chosen CPU device is kept with no finding")
 def test_a_flag_chosen_cpu_device_is_reported_where_it_is_chosen() -> None:
     outcome = port_text(_PROGRAM, "trg.py")
     assert not outcome.failures, outcome.failures
     choice = next(n for n, t in enumerate(_PROGRAM.splitlines(), 1) if t.startswith("device ="))
-    assert any(f.line == choice for f in outcome.remaining), outcome.remaining
+    assert [(f.code, f.line) for f in outcome.remaining] == [("TP109", choice)]
+    assert outcome.source == _PROGRAM  # the program's own choice is kept
+
+
+_TESTS = {  # the test, and whether its true arm is the CPU
+    "cuda < 0": ("args.cuda < 0", True),
+    "gpu >= 0": ("args.gpu >= 0", False),
+    "gpu != -1": ("opt.gpu != -1", False),
+    "-1 == gpu": ("-1 == cfg.gpu", True),
+    "not a flag": ("args.batch < 0", True),
+}
+_ARMS = {  # the CUDA arm, of the index `i` the flag holds
+    "concatenated": '"cuda:" + str({i})',
+    "f-string": 'f"cuda:{{{i}}}"',
+    "percent": '"cuda:%d" % {i}',
+    "bare index": "{i}",
+    "no device": '"fast"',
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(_TESTS)), st.sampled_from(sorted(_ARMS)), st.booleans())
+def test_a_cuda_index_flag_is_a_cuda_or_cpu_choice(test: str, arm: str, wrapped: bool) -> None:
+    condition, cpu_first = _TESTS[test]
+    flag = condition.replace("-1 == ", "").split()[0]
+    cuda = _ARMS[arm].format(i=flag)
+    arms = ('"cpu"', cuda) if cpu_first else (cuda, '"cpu"')
+    choice = f"{arms[0]} if {condition} else {arms[1]}"
+    choice = f"torch.device({choice})" if wrapped and arm != "no device" else choice
+    source = f"import torch\n\ndevice = {choice}\n"
+    found = [f.code for f in check_source(source, "train.py", select=["TP109"])]
+    # the oracle: a flag named for CUDA, choosing the CPU or a CUDA device
+    expected = test != "not a flag" and arm != "no device"
+    assert found == (["TP109"] if expected else []), source

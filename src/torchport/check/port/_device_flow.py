@@ -1,11 +1,10 @@
 """Which values live on the device in one scope, and which expressions meet them.
 
-A :class:`PortScope` is one function (or the module body); :class:`DeviceFlow`
-finds its device values (what a forward returns and everything computed from it,
-up to a host read), the operands that meet them (the sinks), and the names whose
-values reach a sink through assignments. What a model is, it asks the object it
-is given (:class:`ModelQuestions`: the port's facts,
-:class:`~torchport.check.port._facts.PortFacts`, which holds one flow).
+A :class:`PortScope` is one function (or the module body); :class:`DeviceFlow` finds its
+device values (what a forward returns and everything computed from it, up to a host read),
+the operands that meet them (the sinks), and the names whose values reach a sink through
+assignments. What a model is, it asks the object it is given (:class:`ModelQuestions`: the
+port's facts, :class:`~torchport.check.port._facts.PortFacts`, which holds one flow).
 """
 
 from __future__ import annotations
@@ -488,8 +487,8 @@ class DeviceFlow:
                 if self._makes_object(func):
                     continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
                 kept = cpu_arguments(node, self.ctx.qualname(func) or "", self.ctx)  # lengths
-                stack.extend(a for a in node.args if a not in kept)
-                stack.extend(k.value for k in node.keywords if k.value not in kept)
+                given = [*node.args, *(k.value for k in node.keywords)]
+                stack.extend(a for a in given if a not in kept)
             elif isinstance(node, ast.Attribute):
                 if node.attr not in META_ATTRS:
                     stack.append(node.value)

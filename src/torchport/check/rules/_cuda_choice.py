@@ -9,15 +9,16 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, method_name, names
+from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
 from torchport.check.semantic._carried import carried_device
-from torchport.check.semantic._devices import cuda_flag
-from torchport.check.semantic._guards import Guard, device_guard
+from torchport.check.semantic._devices import cuda_flag, cuda_index_arm, cuda_index_test
+from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
 __all__ = [
     "OWN_DEVICE_LIBRARIES",
+    "chooses_cuda_or_the_cpu",
     "cuda_api",
     "default_never_runs",
     "foreign_device",
@@ -71,6 +72,31 @@ _RNG_STATE = frozenset(f"torch.cuda.{n}" for n in ("get_rng_state", "get_rng_sta
 # device would run these and fail, so TP103's fix still counts them as CUDA.
 _TIMING = frozenset(f"torch.cuda.{n}" for n in ("synchronize", "Event", "streams.Event",
     "get_device_properties", "set_per_process_memory_fraction"))  # fmt: skip
+
+
+def chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """TP109's subject: a test of CUDA whose branch names CUDA, or whose value falls back to
+    the CPU (either arm, for a CUDA index flag: ``"cpu" if args.cuda < 0 else f"cuda:{...}"``);
+    not where the code already looks further (``elif torch.backends.mps...``) or is ported
+    already."""
+    index = isinstance(node, ast.IfExp) and cuda_index_test(node.test)
+    if index:  # one arm the CPU, the other the CUDA device the flag holds
+        assert isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare)
+        arms = (node.body, node.orelse)
+        if not any(
+            is_cpu_target(a, ctx) and cuda_index_arm(b, node.test) for a, b in (arms, arms[::-1])
+        ):
+            return False
+    if not (index or tests_cuda(node.test, ctx)):
+        return False
+    falls_back = isinstance(node, ast.IfExp) and (
+        is_cpu_target(node.orelse, ctx) or (index and is_cpu_target(node.body, ctx))
+    )
+    if not (falls_back or moves_to_cuda(node, ctx, timing=True)):
+        return False
+    if tests_other_accelerators(node, ctx) or foreign_device(node, ctx):
+        return False  # `elif torch.backends.mps...` looks further; XGBoost's `device=`
+    return device_guard(node, ctx) is not Guard.DEVICE_TYPE
 
 
 def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:

@@ -10,12 +10,11 @@ from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cpu_or_cuda_only import only_cpu_or_cuda
-from torchport.check.rules._cuda_choice import foreign_device, moves_to_cuda, tests_cuda
+from torchport.check.rules._cuda_choice import chooses_cuda_or_the_cpu
 from torchport.check.rules._idle_choices import decides_nothing
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
 from torchport.check.semantic._following import why_not_followed
-from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 
 
 class CudaOrCpuDeviceChoice(Rule):
@@ -61,9 +60,10 @@ class CudaOrCpuDeviceChoice(Rule):
     `== "cuda"` tests; the file reaches CUDA no other way (`.cuda()`, `"cuda"`); every model it
     builds is moved to the device; placed values reach no model held elsewhere (`self.model`, a
     parameter some caller fills with an unmoved model) and meet no tensor made on the CPU.
-    Otherwise the finding says what stays behind and has no fix. Flags and branches are always
-    reported without a fix: the code they guard may be CUDA-only (`.cuda()`), and would then fail
-    on the other accelerators.
+    Otherwise the finding says what stays behind and has no fix. Flags (a CUDA index flag too:
+    `"cpu" if args.gpu < 0 else f"cuda:{args.gpu}"`) and branches are always reported without a
+    fix: the code they guard may be CUDA-only (`.cuda()`), and would then fail on the other
+    accelerators.
     """
 
     code = "TP109"
@@ -91,6 +91,7 @@ class CudaOrCpuDeviceChoice(Rule):
         '    print(f"on {torch.cuda.get_device_name(torch.cuda.current_device())}")\n'
         "    torch.backends.cudnn.benchmark = True\n",
         'import torch\n\nif x.device.type == "cuda":\n    ok = torch.cuda.is_available()\n',
+        'import torch\n\nmode = "cpu" if args.batch < 0 else "cuda"\n',  # not a flag for CUDA
         'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
         "model = Net().to(device)\nmodel.share_memory()\n",
     )
@@ -114,6 +115,9 @@ class CudaOrCpuDeviceChoice(Rule):
             "import torch\n\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    model.cuda()\n"
         ),
         Example("import torch\n\nif torch.cuda.is_available():\n    x = x.cuda()\n"),
+        Example(  # a flag holding a CUDA index, below 0 for the CPU: no fix, as for any flag
+            'import torch\n\ndevice = torch.device("cpu" if args.gpu < 0 else f"cuda:{args.gpu}")\n'
+        ),
         Example(
             "import torch\n\n"
             'dev = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")\n',
@@ -123,7 +127,7 @@ class CudaOrCpuDeviceChoice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
-        if not _chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
+        if not chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
             return
         if benchmark_code(ctx) or only_cpu_or_cuda(node, ctx) or decides_nothing(node, ctx):
             return  # a benchmark's own, where CPU or CUDA are all it can use, or idle
@@ -136,19 +140,6 @@ class CudaOrCpuDeviceChoice(Rule):
             yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
             return
         yield _idiom(self, node, ctx)
-
-
-def _chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """A test of CUDA whose branch names CUDA, or whose value falls back to the CPU; not where
-    the code already looks further (``elif torch.backends.mps...``) or is ported already."""
-    if not tests_cuda(node.test, ctx):
-        return False
-    falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
-    if not (falls_back or moves_to_cuda(node, ctx, timing=True)):
-        return False
-    if tests_other_accelerators(node, ctx) or foreign_device(node, ctx):
-        return False  # `elif torch.backends.mps...` looks further; XGBoost's `device=`
-    return device_guard(node, ctx) is not Guard.DEVICE_TYPE
 
 
 def _idiom(rule: Rule, node: ast.IfExp, ctx: Context) -> Finding:

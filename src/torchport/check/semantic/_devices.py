@@ -29,6 +29,8 @@ __all__ = [
     "MOVE_METHODS",
     "OTHER_ACCELERATORS",
     "cuda_flag",
+    "cuda_index_arm",
+    "cuda_index_test",
     "cuda_test",
     "describes_device",
     "device_type",
@@ -84,6 +86,40 @@ def cuda_flag(expr: ast.AST) -> bool:
     else:
         return False
     return bool(_CUDA_FLAG.match(name))
+
+
+_ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+
+
+def cuda_index_test(test: ast.expr) -> bool:
+    """``args.cuda < 0``, ``args.gpu >= 0``, ``opt.gpu != -1``: a flag named for CUDA that
+    holds a device index, compared with a number (below 0: the CPU)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.comparators) == 1
+        and isinstance(test.ops[0], _ORDERS)
+    ):
+        return False
+    left, right = test.left, test.comparators[0]
+    return (cuda_flag(left) and _an_int(right)) or (cuda_flag(right) and _an_int(left))
+
+
+def _an_int(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant) and type(expr.value) is int
+
+
+def cuda_index_arm(arm: ast.expr, test: ast.Compare) -> bool:
+    """Whether ``arm`` names the CUDA device a :func:`cuda_index_test` flag holds: a string
+    ``"cuda..."``, one built from ``"cuda:"`` (``+``, ``%``, an f-string), or the flag itself."""
+    flags = {ast.unparse(e) for e in (test.left, *test.comparators) if cuda_flag(e)}
+    if ast.unparse(arm) in flags:
+        return True  # `.to(args.gpu)`: the index is the device
+    head = arm.left if isinstance(arm, ast.BinOp) else arm
+    if isinstance(head, ast.JoinedStr):
+        head = head.values[0] if head.values else head
+    return isinstance(head, ast.Constant) and str(head.value).startswith("cuda")
 
 
 def device_type_test(expr: ast.expr) -> bool:
