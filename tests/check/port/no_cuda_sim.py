@@ -21,7 +21,8 @@ from typing import Any
 
 from torchport.check.port import port_text
 
-_CHILD = """
+# What both children share: each original on the CPU, then the simulated accelerator.
+_ORIGINALS = """
 import json, sys
 import torch
 
@@ -37,31 +38,22 @@ cpus = [run(original) for original, _ in pairs]
 from torchport.testing import simulate_accelerator
 simulate_accelerator()
 results = []
+"""
+_CHILD = (
+    _ORIGINALS
+    + """
 for cpu, (_, ported) in zip(cpus, pairs):
     sim = run(ported)
     same = len(cpu) == len(sim) and all(torch.equal(a, b.cpu()) for a, b in zip(cpu, sim))
     results.append({"same": same, "devices": [str(t.device) for t in sim]})
 print(json.dumps(results))
 """
-
-# The same, where a port may stop: its error (``{"error": "Type: message"}``) in its place,
+)
+# The same where a port may stop: its error (``{"error": "Type: message"}``) in its place,
 # and values compared as close (a simulated GRU's kernels sum in another order than the CPU's).
-_STOPPING = """
-import json, sys
-import torch
-
-pairs = json.loads(open(sys.argv[1]).read())
-
-def run(source):
-    out = []
-    torch.manual_seed(0)
-    exec(compile(source, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
-    return out
-
-cpus = [run(original) for original, _ in pairs]
-from torchport.testing import simulate_accelerator
-simulate_accelerator()
-results = []
+_STOPPING = (
+    _ORIGINALS
+    + """
 for cpu, (_, ported) in zip(cpus, pairs):
     try:
         sim = run(ported)
@@ -74,6 +66,7 @@ for cpu, (_, ported) in zip(cpus, pairs):
     results.append({"same": same, "devices": [str(t.device) for t in sim]})
 print(json.dumps(results))
 """
+)
 
 
 def original_on_cpu_port_on_sim(original: str, ported: str) -> dict[str, Any]:

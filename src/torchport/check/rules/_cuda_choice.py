@@ -26,6 +26,7 @@ __all__ = [
     "moves_nothing",
     "moves_to_cuda",
     "not_implemented_elsewhere",
+    "prints_or_logs",
     "serves_horovod",
     "tests_cuda",
 ]
@@ -125,7 +126,7 @@ def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     return False
 
 
-def _reports(call: ast.AST) -> bool:
+def prints_or_logs(call: ast.AST) -> bool:
     """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
     if not isinstance(call, ast.Call):
         return False
@@ -150,7 +151,7 @@ def _shown_apart(part: ast.AST) -> list[ast.AST]:
     stack = [part]
     while stack:
         node = stack.pop()
-        if _reports(node):
+        if prints_or_logs(node):
             continue
         found.append(node)
         stack.extend(ast.iter_child_nodes(node))

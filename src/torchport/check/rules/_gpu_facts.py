@@ -38,6 +38,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
+from torchport.check.rules._cuda_choice import prints_or_logs
 
 __all__ = ["DESCRIBING", "is_text", "only_described", "shown_as_text"]
 
@@ -53,7 +54,6 @@ DESCRIBING = frozenset(
         *("mem_get_info", "utilization", "temperature", "power_draw", "clock_rate"),
     )
 )
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
 
@@ -139,22 +139,11 @@ def shown_as_text(value: ast.AST, parents: dict[int, ast.AST]) -> bool:
         holder = parents.get(id(value))
     if isinstance(holder, ast.keyword) and holder.value is value:
         holder = parents.get(id(holder))
-        return isinstance(holder, ast.Call) and _reports(holder)
+        return isinstance(holder, ast.Call) and prints_or_logs(holder)
     return (
-        isinstance(holder, ast.Call) and _reports(holder) and any(a is value for a in holder.args)
-    )
-
-
-def _reports(call: ast.Call) -> bool:
-    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id == "print"
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr in _LOG_METHODS
-        and isinstance(func.value, ast.Name)
-        and func.value.id.lower() in ("logger", "logging", "log", "_logger", "_log")
+        isinstance(holder, ast.Call)
+        and prints_or_logs(holder)
+        and any(a is value for a in holder.args)
     )
 
 
