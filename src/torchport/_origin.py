@@ -49,6 +49,7 @@ __all__ = [
     "is_runner",
     "module_move_codes",
     "of_project",
+    "of_simulator",
     "origin",
 ]
 
@@ -62,6 +63,7 @@ def _package_dir(name: str) -> str:
 
 _TORCH_DIR: Final = _package_dir("torch")
 _TORCHPORT_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_SIMULATOR_DIR: Final = _package_dir("torchport.sim")  # (found, not imported)
 _LIBRARY_DIRS: Final = (_TORCH_DIR, _TORCHPORT_DIR)
 
 
@@ -188,6 +190,12 @@ def is_runner(filename: str) -> bool:
     """Whether ``filename`` is code ``torchport run`` runs a script through (torchport's own,
     runpy, contextlib): frames the script's traceback leaves out, as ``python`` would."""
     return filename.startswith(_TORCHPORT_DIR) or filename in _RUNNER_FILES
+
+
+def of_simulator(filename: str) -> bool:
+    """Whether ``filename`` is the simulated accelerator's code: its kernels compute on host
+    tensors for the device, so a torch call they make is the device's, not its caller's."""
+    return filename.startswith(_SIMULATOR_DIR)
 
 
 def of_project(filename: str, roots: tuple[str, ...]) -> bool:

@@ -56,7 +56,6 @@ never whether a place is reported.
 
 from __future__ import annotations
 
-import os
 import sys
 from types import FrameType
 from typing import Any
@@ -65,16 +64,13 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
 
-from torchport import sim as simulator
 from torchport._device_types import CPU, MOVE_METHODS
-from torchport._origin import of_project
+from torchport._origin import of_project, of_simulator
 from torchport.diagnose import data_loading
 
 __all__ = ["HEAVY", "LIMIT", "HostWatch", "user_line"]
 
 LIMIT = 50  # places named at most: the first ones say what to fix
-# the simulated accelerator's package: its kernels compute on host tensors for the device
-_KERNELS = os.path.join(os.path.dirname(os.path.abspath(simulator.__file__)), "")
 
 HEAVY = frozenset(
     {
@@ -119,7 +115,7 @@ def user_line(
         filename = frame.f_code.co_filename
         if of_project(filename, roots):
             return filename, frame.f_lineno
-        if direct and filename.startswith(_KERNELS):
+        if direct and of_simulator(filename):
             return None
         frame = frame.f_back
     return None
