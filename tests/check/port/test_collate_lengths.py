@@ -12,7 +12,7 @@ accelerator, in this process, and compares the values.
 from __future__ import annotations
 
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim, ports_on_sim_or_stops
@@ -115,6 +115,7 @@ MADE = {  # how the lengths are made: (expression, computed from the ids)
 PACKS = {  # where pack_padded_sequence gets them
     "direct": "pack_padded_sequence(emb(ids), {lens}, batch_first=True, enforce_sorted=False)",
     "keyword": "pack_padded_sequence(emb(ids), lengths={lens}, batch_first=True)",
+    "attribute": "torch.nn.utils.rnn.pack_padded_sequence(emb(ids), {lens}, batch_first=True)",
     "function": "packed(emb, ids, {lens})",
 }
 
@@ -147,6 +148,9 @@ def _recurrent(made: str, packs: str, in_main: bool, list_too: bool) -> str:
 
 # (no shrinking: each example is a child's run, ~10 s; a failure prints its whole table)
 @settings(max_examples=2, deadline=None, phases=(Phase.explicit, Phase.generate))
+@example(  # b26's c1d: called through `nn.utils.rnn`, the CPU lengths were moved (and copied back)
+    [("tensor", "attribute", False, False), ("from the ids", "attribute", True, False)]
+)
 @given(
     st.lists(
         st.tuples(

@@ -87,10 +87,8 @@ def _items(operands: list[ast.expr]) -> list[ast.expr]:
     stack = list(reversed(operands))
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Starred):
-            stack.append(node.value)
-        elif isinstance(node, (ast.List, ast.Tuple)):
-            stack.extend(reversed(node.elts))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Starred)):
+            stack.extend(reversed(node.elts) if not isinstance(node, ast.Starred) else [node.value])
         else:
             out.append(node)
     return out
@@ -318,7 +316,8 @@ class DeviceFlow:
                     return []  # `data.narrow(0, 0, n * batch_size)`: sizes, no data
                 if func.attr in COLLECTS and self._only_collected(func.value):
                     return []  # a list of records: what goes in never meets what is in it
-                operands = [func.value, *args]
+                kept = cpu_arguments(node, self.ctx.qualname(func) or "", self.ctx)
+                operands = [func.value, *(a for a in args if a not in kept)]  # (rnn.pack_...)
             else:
                 if (
                     isinstance(func, ast.Name)
