@@ -127,6 +127,8 @@ _INITS = {  # __init__ of the class the model is handed to; True: it always move
     "statement": (("model.to(device)", "self.model = model", "self.device = device"), True),
     "attribute": (("self.device = device", "self.model = model.to(self.device)"), True),
     "kept": (("self.model = model", "self.device = device"), False),
+    "kept as torch.device": (("self.model = model", "self.device = torch.device(device)"), False),
+    "kept or the CPU": (("self.model = model", "self.device = device or 'cpu'"), False),
 }
 _HANDED = {  # how the device is handed to it; True: the program's device
     "keyword": ("device=device", True),
@@ -204,24 +206,25 @@ def test_a_model_handed_to_a_callee_that_places_it(
         _check(case, set() if placed else {"TP501"}, left, fixed & {"TP501"}, run)
 
 
-@pytest.mark.parametrize("handed", sorted(_HANDED))
-@pytest.mark.parametrize(
-    ("module", "runs"), [(False, "moved"), (True, "moved"), (False, "made there")]
-)
-def test_a_class_that_keeps_the_model_and_moves_its_inputs(
-    handed: str, module: bool, runs: str
-) -> None:
+_KEPT = ("kept", "kept as torch.device", "kept or the CPU")  # how `__init__` stores the device
+
+
+def test_a_class_that_keeps_the_model_and_moves_its_inputs() -> None:
     """A class that keeps the model where it is given and moves its inputs to its own
-    ``self.device``: handed the program's device, TP501's fix moves the model and the port
-    runs on the accelerator; left to its ``"cpu"`` default or given ``"cpu"``, TP501 is
-    reported with no fix (a moved model would meet the class's CPU inputs), and the port
-    stays on the CPU, as the finding says (8e497a0b left nothing and stopped on ``sim``)."""
-    project = _placing_project("kept", handed, _BUILT[0], module, runs)
-    ((left, fixed, run),) = _port_and_run([project])
-    left = [f for f in left if f.code == "TP501"]
-    _check(("kept", handed, module), {"TP501"}, left, fixed & {"TP501"}, run)
-    assert bool(left) == (not _HANDED[handed][1]), left
-    assert all("inputs" in f.message for f in left), left
+    ``self.device`` (stored as it is, as ``torch.device(device)``, or as ``device or "cpu"``):
+    handed the program's device, TP501's fix moves the model and the port runs on the
+    accelerator; left to its ``"cpu"`` default or given ``"cpu"``, TP501 is reported with no
+    fix (a moved model would meet the class's CPU inputs), and the port stays on the CPU, as
+    the finding says (8e497a0b left nothing and stopped on ``sim``). Every case in one child."""
+    ways = [(False, "moved"), (True, "moved"), (False, "made there")]
+    cases = [(i, h, m, r) for i in _KEPT for h in sorted(_HANDED) for m, r in ways]
+    runs = _port_and_run([_placing_project(i, h, _BUILT[0], m, r) for i, h, m, r in cases])
+    for case, (left, fixed, run) in zip(cases, runs, strict=True):
+        handed = case[1]
+        left = [f for f in left if f.code == "TP501"]
+        _check(case, {"TP501"}, left, fixed & {"TP501"}, run)
+        assert bool(left) == (not _HANDED[handed][1]), (case, left)
+        assert all("inputs" in f.message for f in left), (case, left)
 
 
 # ---------------------------------------------------------------- 2. a classmethod's object

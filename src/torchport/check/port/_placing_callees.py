@@ -102,16 +102,9 @@ def moved_parameters_of(
             elif isinstance(n, ast.Call) and _attribute_of(n.func, own):
                 attributes.clear()  # `self.reset()` may set any attribute
                 stored.clear()
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and _attribute_of(stmt.targets[0], own)
-            and isinstance(stmt.value, ast.Name)
-            and stmt.value.id in params
-            and stmt.value.id not in rebound
-        ):
-            attributes[stmt.targets[0].attr] = stmt.value.id  # type: ignore[attr-defined]
-            stored[stmt.targets[0].attr] = stmt.value.id  # type: ignore[attr-defined]
+        given = _parameter_stored(stmt, own)
+        if given is not None and given[1] in params and given[1] not in rebound:
+            attributes[given[0]] = stored[given[0]] = given[1]
     if kept_to is not None:
         devices = {d for a, d in stored.items() if a in kept_to}
         moved_names = {p for (_, p), _, _ in found}
@@ -145,6 +138,27 @@ def _moved_by(stmt: ast.stmt, own: str, attributes: dict[str, str]) -> tuple[str
     if _attribute_of(target, own) and target.attr in attributes:  # type: ignore[attr-defined]
         return value.func.value.id, attributes[target.attr]  # type: ignore[attr-defined]
     return None
+
+
+def _parameter_stored(stmt: ast.stmt, own: str) -> tuple[str, str] | None:
+    """(attribute, parameter) of ``self.a = p``, or of the forms that keep ``p``'s device:
+    ``self.a = torch.device(p)``, ``self.a = p or "cpu"``."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and _attribute_of(stmt.targets[0], own)
+    ):
+        return None
+    value = stmt.value
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        func = value.func
+        if getattr(func, "attr", getattr(func, "id", None)) == "device":
+            value = value.args[0]  # `torch.device(device)`
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        value = value.values[0]  # `device or "cpu"`: the parameter, or the CPU where None
+    if not isinstance(value, ast.Name):
+        return None
+    return stmt.targets[0].attr, value.id  # type: ignore[attr-defined]
 
 
 def _is_to(call: ast.Call) -> bool:
