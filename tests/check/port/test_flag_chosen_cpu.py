@@ -16,6 +16,7 @@ with near misses that stay silent: a flag not named for CUDA, or a choice betwee
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,11 +49,14 @@ _TESTS = {  # the test, and whether its true arm is the CPU
     "gpu != -1": ("opt.gpu != -1", False),
     "-1 == gpu": ("-1 == cfg.gpu", True),
     "not a flag": ("args.batch < 0", True),
+    "gpu_id > -1": ("args.gpu_id > -1", False),
+    "gpu_ids[0] >= 0": ("opt.gpu_ids[0] >= 0", False),
 }
 _ARMS = {  # the CUDA arm, of the index `i` the flag holds
     "concatenated": '"cuda:" + str({i})',
     "f-string": 'f"cuda:{{{i}}}"',
     "percent": '"cuda:%d" % {i}',
+    "format": '"cuda:{{}}".format({i})',
     "bare index": "{i}",
     "no device": '"fast"',
 }
@@ -62,7 +66,7 @@ _ARMS = {  # the CUDA arm, of the index `i` the flag holds
 @given(st.sampled_from(sorted(_TESTS)), st.sampled_from(sorted(_ARMS)), st.booleans())
 def test_a_cuda_index_flag_is_a_cuda_or_cpu_choice(test: str, arm: str, wrapped: bool) -> None:
     condition, cpu_first = _TESTS[test]
-    flag = condition.replace("-1 == ", "").split()[0]
+    flag = condition.replace("-1 == ", "").split()[0]  # (`opt.gpu_ids[0]` too)
     cuda = _ARMS[arm].format(i=flag)
     arms = ('"cpu"', cuda) if cpu_first else (cuda, '"cpu"')
     choice = f"{arms[0]} if {condition} else {arms[1]}"
@@ -72,3 +76,14 @@ def test_a_cuda_index_flag_is_a_cuda_or_cpu_choice(test: str, arm: str, wrapped:
     # the oracle: a flag named for CUDA, choosing the CPU or a CUDA device
     expected = test != "not a flag" and arm != "no device"
     assert found == (["TP109"] if expected else []), source
+
+
+@pytest.mark.parametrize("flag", ["args.gpu", "args.gpu_id", "args.cuda"])
+def test_an_if_on_a_cuda_index_flag_that_moves_to_cuda_is_a_choice(flag: str) -> None:
+    """pytorch/examples' ImageNet shape: ``if args.gpu >= 0: model = model.cuda(args.gpu)``
+    (8e497a0b: nothing at all, TP101 leaving the guarded move to TP109, which did not know the
+    test); a branch that only prints is no choice."""
+    moves = f"import torch\n\nif {flag} >= 0:\n    model = model.cuda({flag})\n"
+    prints = f"import torch\n\nif {flag} >= 0:\n    print({flag})\n"
+    assert [f.code for f in check_source(moves, "train.py", select=["TP109"])] == ["TP109"]
+    assert check_source(prints, "train.py", select=["TP109"]) == []

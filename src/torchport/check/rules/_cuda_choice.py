@@ -77,12 +77,13 @@ _TIMING = frozenset(f"torch.cuda.{n}" for n in ("synchronize", "Event", "streams
 
 def chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     """TP109's subject: a test of CUDA whose branch names CUDA, or whose value falls back to
-    the CPU (either arm, for a CUDA index flag: ``"cpu" if args.cuda < 0 else f"cuda:{...}"``);
+    the CPU (either arm, for a CUDA index flag: ``"cpu" if args.cuda < 0 else f"cuda:{...}"``,
+    whose ``if`` statement is one too where its branch names CUDA);
     not where the code already looks further (``elif torch.backends.mps...``) or is ported
     already."""
-    index = isinstance(node, ast.IfExp) and cuda_index_test(node.test)
-    if index:  # one arm the CPU, the other the CUDA device the flag holds
-        assert isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare)
+    index = cuda_index_test(node.test)
+    if index and isinstance(node, ast.IfExp):  # one arm the CPU, the other the flag's CUDA
+        assert isinstance(node.test, ast.Compare)
         arms = (node.body, node.orelse)
         if not any(
             is_cpu_target(a, ctx) and cuda_index_arm(b, node.test) for a, b in (arms, arms[::-1])

@@ -92,8 +92,8 @@ _ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
 
 def cuda_index_test(test: ast.expr) -> bool:
-    """``args.cuda < 0``, ``args.gpu >= 0``, ``opt.gpu != -1``: a flag named for CUDA that
-    holds a device index, compared with a number (below 0: the CPU)."""
+    """``args.cuda < 0``, ``args.gpu >= 0``, ``opt.gpu_ids[0] != -1``: a flag named for CUDA
+    that holds a device index, compared with a number (below 0: the CPU)."""
     if not (
         isinstance(test, ast.Compare)
         and len(test.comparators) == 1
@@ -101,7 +101,19 @@ def cuda_index_test(test: ast.expr) -> bool:
     ):
         return False
     left, right = test.left, test.comparators[0]
-    return (cuda_flag(left) and _an_int(right)) or (cuda_flag(right) and _an_int(left))
+    return (_index_flag(left) and _an_int(right)) or (_index_flag(right) and _an_int(left))
+
+
+_INDEX_FLAG = lazy_pattern(r"^(cuda|gpus?)(_?ids?|_index|_idx|_no|_num)?$", re.IGNORECASE)
+
+
+def _index_flag(expr: ast.expr) -> bool:
+    """A flag named for CUDA that may hold an index: :func:`cuda_flag`'s, ``args.gpu_id``,
+    ``opt.gpu_ids[0]``."""
+    if isinstance(expr, ast.Subscript) and _an_int(expr.slice):
+        expr = expr.value
+    name = expr.id if isinstance(expr, ast.Name) else getattr(expr, "attr", "")
+    return cuda_flag(expr) or bool(_INDEX_FLAG.match(name))
 
 
 def _an_int(expr: ast.expr) -> bool:
@@ -112,11 +124,14 @@ def _an_int(expr: ast.expr) -> bool:
 
 def cuda_index_arm(arm: ast.expr, test: ast.Compare) -> bool:
     """Whether ``arm`` names the CUDA device a :func:`cuda_index_test` flag holds: a string
-    ``"cuda..."``, one built from ``"cuda:"`` (``+``, ``%``, an f-string), or the flag itself."""
-    flags = {ast.unparse(e) for e in (test.left, *test.comparators) if cuda_flag(e)}
+    ``"cuda..."``, one built from ``"cuda:"`` (``+``, ``%``, ``.format``, an f-string), or the
+    flag itself."""
+    flags = {ast.unparse(e) for e in (test.left, *test.comparators) if _index_flag(e)}
     if ast.unparse(arm) in flags:
         return True  # `.to(args.gpu)`: the index is the device
     head = arm.left if isinstance(arm, ast.BinOp) else arm
+    if isinstance(head, ast.Call) and isinstance(head.func, ast.Attribute):
+        head = head.func.value  # `"cuda:{}".format(args.gpu)`
     if isinstance(head, ast.JoinedStr):
         head = head.values[0] if head.values else head
     return isinstance(head, ast.Constant) and str(head.value).startswith("cuda")
