@@ -102,9 +102,10 @@ def test_lengths_made_as_tensors_stay_on_the_cpu(lengths: str, handed: str) -> N
 
 # Lengths whose packed sequence goes on into a recurrent model, made in each way a program
 # makes them (x31d): the port moves the ids and the model, and the lengths stay on the CPU,
-# or are brought there (`.cpu()`, TP511) where they are computed from the moved ids; where
-# one caller of a function hands a list and another device lengths, TP511 reports (no
-# `.cpu()` of a list). The oracle: the original on the CPU, the port on `sim`.
+# or are brought there (TP511) where they are computed from the moved ids: `.cpu()` of a
+# tensor, `torch.as_tensor(lengths, device="cpu")` where a list reaches the same call from
+# another caller, or in a module's `forward` (its inputs go to the device with it; b26's c1a).
+# The oracle: the original on the CPU, the port on `sim`.
 MADE = {  # how the lengths are made: (expression, computed from the ids)
     "tensor": ("torch.tensor([3, 2])", False),
     "long tensor": ("torch.LongTensor([3, 2])", False),
@@ -112,19 +113,30 @@ MADE = {  # how the lengths are made: (expression, computed from the ids)
     "from the ids": ("(ids != 0).sum(1)", True),
     "from the ids, on the host": ("(ids != 0).sum(1).cpu()", False),
 }
-PACKS = {  # where pack_padded_sequence gets them
-    "direct": "pack_padded_sequence(emb(ids), {lens}, batch_first=True, enforce_sorted=False)",
-    "keyword": "pack_padded_sequence(emb(ids), lengths={lens}, batch_first=True)",
-    "attribute": "torch.nn.utils.rnn.pack_padded_sequence(emb(ids), {lens}, batch_first=True)",
-    "function": "packed(emb, ids, {lens})",
+PACKS = {  # where pack_padded_sequence gets them: the recurrent model's (output, state)
+    "direct": "rnn(pack_padded_sequence(emb(ids), {lens}, batch_first=True, enforce_sorted=False))",
+    "keyword": "rnn(pack_padded_sequence(emb(ids), lengths={lens}, batch_first=True))",
+    "attribute": "rnn(torch.nn.utils.rnn.pack_padded_sequence(emb(ids), {lens}, batch_first=True))",
+    "function": "rnn(packed(emb, ids, {lens}))",
+    "module": "enc(ids, {lens})",
 }
+_ENC = (
+    "class Enc(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.emb, self.rnn = emb, torch.nn.GRU(3, 4, batch_first=True)\n"
+    "    def forward(self, ids, lengths):\n"
+    "        return self.rnn(pack_padded_sequence(self.emb(ids), lengths, batch_first=True,"
+    " enforce_sorted=False))\n"
+    "enc = Enc()\n"
+)
 
 
 def _recurrent(made: str, packs: str, in_main: bool, list_too: bool) -> str:
     call = PACKS[packs].format(lens="lens")
     body = [
         f"lens = {MADE[made][0]}",
-        f"out, _ = rnn({call})",
+        f"out, _ = {call}",
         "OUT.append(out.data.sum(0).detach())",
     ]
     if list_too:  # another caller of the same function hands a list
@@ -140,6 +152,8 @@ def _recurrent(made: str, packs: str, in_main: bool, list_too: bool) -> str:
             "    return pack_padded_sequence(net(ids), lengths, batch_first=True,"
             " enforce_sorted=False)\n"
         )
+    if packs == "module":
+        head += _ENC
     if in_main:
         lines = ["def main():", "    ids = torch.tensor([[1, 2, 3], [4, 5, 0]])"]
         return head + "\n".join([*lines, *("    " + b for b in body), "main()"]) + "\n"
@@ -150,6 +164,14 @@ def _recurrent(made: str, packs: str, in_main: bool, list_too: bool) -> str:
 @settings(max_examples=2, deadline=None, phases=(Phase.explicit, Phase.generate))
 @example(  # b26's c1d: called through `nn.utils.rnn`, the CPU lengths were moved (and copied back)
     [("tensor", "attribute", False, False), ("from the ids", "attribute", True, False)]
+)
+@example(  # b26's c1a and c1g (a module's forward), and a list beside device lengths
+    [
+        ("from the ids", "module", False, False),
+        ("tensor", "module", True, False),
+        ("from the ids", "function", False, True),
+        ("list", "module", False, False),
+    ]
 )
 @given(
     st.lists(
@@ -171,14 +193,12 @@ def test_lengths_of_a_sequence_the_model_reads_stay_on_the_cpu(
     ports = [port_text(source) for source in sources]
     runs = ports_on_sim_or_stops([(s, p.source) for s, p in zip(sources, ports, strict=True)])
     for case, ported, run in zip(cases, ports, runs, strict=True):
-        made, _, _, list_too = case
+        made, packs = case[0], case[1]
         on_device = MADE[made][1]  # computed from the ids the port moves
         left = [f.code for f in ported.remaining]
         assert port_text(ported.source).source == ported.source, case  # idempotent
-        if list_too and on_device:  # device lengths and a list reach one call: reported
-            assert left == ["TP511"] and not ported.fixed["TP511"], (case, ported.remaining)
-            assert "lengths" in run.get("error", ""), (case, run)  # the leftover is real
-            continue
         assert left == [], (case, ported.remaining)
-        assert ported.fixed["TP511"] == int(on_device), (case, ported.fixed)
+        # brought to the CPU where they may be on the device: computed from the ids, or a
+        # module's `forward` parameter (its inputs go with it)
+        assert ported.fixed["TP511"] == int(on_device or packs == "module"), (case, ported)
         assert run.get("same") and set(run["devices"]) == {"sim:0"}, (case, run, ported.source)

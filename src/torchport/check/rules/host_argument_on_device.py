@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._port import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -18,6 +18,11 @@ _HEAD = (
     "ids = torch.tensor([[1, 2, 3], [4, 5, 0]], device=device)\n"
 )
 
+_MODULE = (
+    "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n\n"
+    "class Enc(torch.nn.Module):\n    def forward(self, x, lengths):\n"
+    "        return pack_padded_sequence(x, {lengths}, batch_first=True)\n"
+)
 _MAYBE = (
     "pass these lengths on the CPU (`.cpu()` where they are a tensor): "
     "`pack_padded_sequence` reads them on the host, and some of what reaches here is on the "
@@ -37,8 +42,11 @@ class HostArgumentOnDevice(Rule):
     accelerator, so a CPU program the port moved this way stops at that call. The
     fix passes `.cpu()` of them: on the CPU it returns the tensor itself (no copy);
     on the device it is one small copy, and a sync, which the call needs anyway.
-    Where what reaches the call is not always a tensor (a function of the file that
-    one caller hands a list), it is reported without a fix: `.cpu()` of a list raises.
+    In an `nn.Module`'s methods, which run where the module and its inputs are (the port
+    moves both), every lengths argument not plainly on the host is brought there. Where what
+    reaches the call may not be a tensor (a method's parameter, a function one caller hands
+    a list), the fix is `torch.as_tensor(lengths, device="cpu")` (`.cpu()` of a list
+    raises): a CPU tensor is returned as it is, a list or a device tensor made a CPU one.
     """
 
     code = "TP511"
@@ -71,6 +79,10 @@ class HostArgumentOnDevice(Rule):
             fixed=_HEAD
             + "packed = pack_padded_sequence(emb(ids), (ids > 0).sum(-1).cpu(), True)\n",
         ),
+        Example(  # a module's method: its inputs go to the device with it
+            _MODULE.format(lengths="lengths"),
+            fixed=_MODULE.format(lengths='torch.as_tensor(lengths, device="cpu")'),
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -82,26 +94,41 @@ class HostArgumentOnDevice(Rule):
         name = ctx.qualname(node.func)
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.internal:
+        if scope is None or (scope.internal and not scope.module_method):
             return
         for api, index, keyword in CPU_ARGUMENTS:
             given = argument_at(node, index, keyword) if name == api else None
-            if given is None or _plainly_on_host(given) or not facts.on_device(given, scope):
+            if given is None or _plainly_on_host(given):
                 continue
-            if value_kinds(facts).of(given) not in (Kind.TENSOR, Kind.DEVICE):  # a list too
-                yield ctx.finding(self, given, message=_MAYBE)
-                continue
-            fix = Fix(ctx.append_call(given, ".cpu()"), FixSafety.SAFE)
-            yield ctx.finding(self, given, fix=fix)
+            on_device = facts.on_device(given, scope)
+            if not (on_device or (scope.module_method and facts.known.classes)):
+                continue  # (a module's method runs where the module and its inputs are)
+            if on_device and value_kinds(facts).of(given) in (Kind.TENSOR, Kind.DEVICE):
+                edits = ctx.append_call(given, ".cpu()")
+            else:  # what reaches it may be a list as well: made a CPU tensor, whatever it is
+                torch = ctx.torch_at(given)
+                if torch is None:
+                    yield ctx.finding(self, given, message=_MAYBE)
+                    continue
+                t, imports = torch
+                start, end = ctx.start(given), ctx.end(given)
+                made = (Edit(start, start, f"{t}.as_tensor("), Edit(end, end, ', device="cpu")'))
+                edits = (*made, *imports)
+            yield ctx.finding(self, given, fix=Fix(edits, FixSafety.SAFE))
 
 
 def _plainly_on_host(expr: ast.expr) -> bool:
-    """``x.cpu()``, ``x.to("cpu")``, or a literal list or tuple of lengths."""
+    """``x.cpu()``, ``x.to("cpu")``, a tensor made with ``device="cpu"`` (the fix's own
+    ``torch.as_tensor(x, device="cpu")``), or a literal list or tuple of lengths."""
     if isinstance(expr, (ast.List, ast.Tuple, ast.ListComp)):
         return True
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
         return False
+    if any(k.arg == "device" and _cpu(k.value) for k in expr.keywords):
+        return True
     attr, args = expr.func.attr, expr.args
-    return attr == "cpu" or (
-        attr == "to" and bool(args) and isinstance(args[0], ast.Constant) and args[0].value == "cpu"
-    )
+    return attr == "cpu" or (attr == "to" and bool(args) and _cpu(args[0]))
+
+
+def _cpu(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == "cpu"
