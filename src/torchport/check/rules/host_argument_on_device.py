@@ -103,7 +103,10 @@ class HostArgumentOnDevice(Rule):
             on_device = facts.on_device(given, scope)
             if not (on_device or (scope.module_method and facts.known.classes)):
                 continue  # (a module's method runs where the module and its inputs are)
-            if on_device and value_kinds(facts).of(given) in (Kind.TENSOR, Kind.DEVICE):
+            kind = value_kinds(facts).of(given)
+            if kind in (Kind.NUMPY, Kind.OTHER):
+                continue  # `lengths.cpu().numpy()`, a count: on the host, whatever it meets
+            if on_device and kind in (Kind.TENSOR, Kind.DEVICE):
                 edits = ctx.append_call(given, ".cpu()")
             else:  # what reaches it may be a list as well: made a CPU tensor, whatever it is
                 torch = ctx.torch_at(given)
