@@ -33,6 +33,7 @@ _TORCH_CHAIN = re.compile(r"(?<![\w.])(?:torch|th|t)((?:\.[A-Za-z_]\w*)+)")
 # Names every torch 2.x has (torch 2.0's documentation): a fix may write them for any target.
 _IN_EVERY_TORCH_2 = {
     "Tensor",
+    "as_tensor",
     "device",
     "device.type",
     "empty",
@@ -93,6 +94,7 @@ def test_the_backend_for_a_device_is_not_written_for_a_torch_without_it(target: 
 _KEYWORDS_IN_EVERY_TORCH_2 = {
     ("DataLoader", "pin_memory"),
     ("arange", "device"),
+    ("as_tensor", "device"),
     ("empty", "device"),
     ("empty", "dtype"),
     ("load", "map_location"),

@@ -13,7 +13,7 @@ from torchport.check._match import called, cuda_string, is_cpu_target, method_na
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import cuda_flag, cuda_index_arm, cuda_index_test
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
-from torchport.check.semantic._receivers import enters_call_named
+from torchport.check.semantic._receivers import enters_call_named, prints_or_logs
 from torchport.check.semantic._residence import bound_value
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "moves_nothing",
     "moves_to_cuda",
     "not_implemented_elsewhere",
-    "prints_or_logs",
     "serves_horovod",
     "tests_cuda",
 ]
@@ -125,25 +124,6 @@ def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
             return False  # `if not torch.cuda.is_available():` is the CPU branch
         return isinstance(test, ast.Call) and called(test, ctx, _TAILS) == _AVAILABLE
     return False
-
-
-def prints_or_logs(call: ast.AST) -> bool:
-    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
-    if not isinstance(call, ast.Call):
-        return False
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id == "print"
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr in _LOG_METHODS
-        and isinstance(func.value, ast.Name)
-        and func.value.id.lower() in _LOGGERS
-    )
-
-
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
-_LOGGERS = frozenset({"logger", "logging", "log", "_logger", "_log"})
 
 
 def _shown_apart(part: ast.AST) -> list[ast.AST]:

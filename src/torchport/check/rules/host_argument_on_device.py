@@ -104,8 +104,8 @@ class HostArgumentOnDevice(Rule):
             if not (on_device or (scope.module_method and facts.known.classes)):
                 continue  # (a module's method runs where the module and its inputs are)
             kind = value_kinds(facts).of(given)
-            if kind in (Kind.NUMPY, Kind.OTHER):
-                continue  # `lengths.cpu().numpy()`, a count: on the host, whatever it meets
+            if kind is Kind.NUMPY or (not on_device and _made_here(given, ctx)):
+                continue  # numpy, or a tensor made on the CPU there: on the host
             if on_device and kind in (Kind.TENSOR, Kind.DEVICE):
                 edits = ctx.append_call(given, ".cpu()")
             else:  # what reaches it may be a list as well: made a CPU tensor, whatever it is
@@ -118,6 +118,20 @@ class HostArgumentOnDevice(Rule):
                 made = (Edit(start, start, f"{t}.as_tensor("), Edit(end, end, ', device="cpu")'))
                 edits = (*made, *imports)
             yield ctx.finding(self, given, fix=Fix(edits, FixSafety.SAFE))
+
+
+def _made_here(expr: ast.expr, ctx: Context) -> bool:
+    """A name every binding of which makes a tensor with a torch factory and no ``device=``
+    (``lengths = torch.tensor(lens)``): on the CPU, where the port leaves it."""
+    from torchport.check.port._calls import CREATORS  # on first use
+
+    found = ctx.scopes.bindings(expr.id, expr) if isinstance(expr, ast.Name) else []
+    return bool(found) and all(
+        isinstance(b.value, ast.Call)
+        and ctx.qualname(b.value.func) in CREATORS
+        and not any(k.arg == "device" for k in b.value.keywords)
+        for b in found
+    )
 
 
 def _plainly_on_host(expr: ast.expr) -> bool:

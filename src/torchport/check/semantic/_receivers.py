@@ -1,13 +1,11 @@
 """Whose method a call calls, and whether a device value is data: what a fix may rewrite.
 
-The invariant every device fix keeps: it rewrites a call only where the
-receiver is known to be torch's (a tensor, a module, a torch device, a torch
-API), never a method of a class of the program (a batch class with its own
-``.cuda()``, a config whose ``.to()`` takes a string), of another library
-(numba, CuPy, JAX, TensorFlow), and never a device value used as data (an
-operand of a comparison, an assertion, a test's expectation) or CUDA used on
-purpose to fail (a negative test). Where it cannot be told, the rule reports
-without a fix.
+The invariant every device fix keeps: it rewrites a call only where the receiver is known to be
+torch's (a tensor, a module, a torch device, a torch API), never a method of a class of the
+program (a batch class with its own ``.cuda()``, a config whose ``.to()`` takes a string), of
+another library (numba, CuPy, JAX, TensorFlow), and never a device value used as data (an
+operand of a comparison, an assertion, a test's expectation) or CUDA used on purpose to fail (a
+negative test). Where it cannot be told, the rule reports without a fix.
 
 :func:`receiver_owner` answers TORCH, OTHER or UNKNOWN for the receiver of a
 method call, following names through the one resolver
@@ -55,6 +53,7 @@ __all__ = [
     "enters_call_named",
     "may_rewrite",
     "meant_to_fail",
+    "prints_or_logs",
     "receiver_owner",
     "value_fixable",
 ]
@@ -481,3 +480,20 @@ def value_fixable(node: ast.expr, ctx: Context) -> bool:
     if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not ctx.qualname(func):
         return may_rewrite(node, ctx)  # type: ignore[arg-type]
     return True
+
+
+def prints_or_logs(call: ast.AST) -> bool:
+    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
+    func = call.func if isinstance(call, ast.Call) else None
+    if isinstance(func, ast.Name):
+        return func.id == "print"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _LOG_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id.lower() in _LOGGERS
+    )
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
+_LOGGERS = frozenset({"logger", "logging", "log", "_logger", "_log"})
