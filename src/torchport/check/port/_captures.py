@@ -68,8 +68,9 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
         if isinstance(body, ast.expr):  # `lambda t: t * torch.ones(3)`: made where it meets t
             # moved where it is made only where every call hands the lambda device values
             # (one handed a `.cpu()` copy too would meet a device tensor there): else reported
-            moved = known and _always_given_device(facts, node.func.id, body)
-            for made, meeting in _made_beside(facts, body, own):
+            beside = _made_beside(facts, body, own)  # (first: the file-wide scan only for these)
+            moved = bool(beside) and known and _always_given_device(facts, node.func.id, body)
+            for made, meeting in beside:
                 flow._meet(made, facts.scope_of.get(id(made)) or scope, None if moved else meeting)
 
 
