@@ -66,6 +66,9 @@ class HostArgumentOnDevice(Rule):
         _HEAD + "packed = pack_padded_sequence(emb(ids), [3, 2], batch_first=True)\n",
         _HEAD + "lengths = torch.tensor([3, 2])\n"
         "packed = pack_padded_sequence(emb(ids), lengths, batch_first=True)\n",
+        _MODULE.replace(
+            "        return", "        lengths = lengths.cpu().numpy()\n        return"
+        ).format(lengths="lengths"),  # a parameter the method itself brought to the host
     )
     invalid = (
         Example(
@@ -98,7 +101,7 @@ class HostArgumentOnDevice(Rule):
             return
         for api, index, keyword in CPU_ARGUMENTS:
             given = argument_at(node, index, keyword) if name == api else None
-            if given is None or _plainly_on_host(given):
+            if given is None or _plainly_on_host(given) or _brought_to_host(given, ctx):
                 continue
             on_device = facts.on_device(given, scope)
             if not (on_device or (scope.module_method and facts.known.classes)):
@@ -132,6 +135,20 @@ def _made_here(expr: ast.expr, ctx: Context) -> bool:
         and not any(k.arg == "device" for k in b.value.keywords)
         for b in found
     )
+
+
+def _brought_to_host(expr: ast.expr, ctx: Context) -> bool:
+    """A name whose binding on every path here brings it to the host: ``lengths =
+    lengths.cpu()``, ``.numpy()`` or ``.tolist()`` of it (a method's parameter rebound)."""
+    if not isinstance(expr, ast.Name):
+        return False
+    reached = ctx.scopes.reaching(expr.id, expr)
+    value = reached.value if reached is not None else None
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr in ("numpy", "tolist") or _plainly_on_host(value):
+            return True
+        value = value.func.value  # ``.cpu().numpy()``, ``.numpy().astype(...)``
+    return False
 
 
 def _plainly_on_host(expr: ast.expr) -> bool:
