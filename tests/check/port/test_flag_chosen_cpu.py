@@ -87,3 +87,27 @@ def test_an_if_on_a_cuda_index_flag_that_moves_to_cuda_is_a_choice(flag: str) ->
     prints = f"import torch\n\nif {flag} >= 0:\n    print({flag})\n"
     assert [f.code for f in check_source(moves, "train.py", select=["TP109"])] == ["TP109"]
     assert check_source(prints, "train.py", select=["TP109"]) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(_TESTS)), st.sampled_from(sorted(_ARMS)), st.booleans())
+def test_an_if_statement_on_a_cuda_index_flag_that_picks_a_cuda_device(
+    test: str, arm: str, wrapped: bool
+) -> None:
+    """b26's c4b, pytorch-CycleGAN's shape: ``if opt.gpu_ids[0] >= 0: device =
+    torch.device("cuda:%d" % opt.gpu_ids[0])`` (d5a0de11: TP115 alone, the port "0 left" of a
+    program that stops on any other accelerator given a GPU id). The statement form of the
+    test above: the branch taken on CUDA assigns the device string built from the flag."""
+    condition, cpu_first = _TESTS[test]
+    flag = condition.replace("-1 == ", "").split()[0]
+    cuda = _ARMS[arm].format(i=flag)
+    cuda = f"torch.device({cuda})" if wrapped else cuda
+    arms = ('"cpu"', cuda) if cpu_first else (cuda, '"cpu"')
+    source = (
+        f"import torch\n\nif {condition}:\n    device = {arms[0]}\nelse:\n    device = {arms[1]}\n"
+    )
+    found = [f.code for f in check_source(source, "train.py", select=["TP109"])]
+    # the oracle: a flag named for CUDA whose CUDA branch builds a "cuda:" device string
+    # (a bare index names no device in a statement: `device = args.gpu` may be anything)
+    expected = test != "not a flag" and arm not in ("no device", "bare index")
+    assert found == (["TP109"] if expected else []), source

@@ -11,7 +11,12 @@ import ast
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
 from torchport.check.semantic._carried import carried_device
-from torchport.check.semantic._devices import cuda_flag, cuda_index_arm, cuda_index_test
+from torchport.check.semantic._devices import (
+    built_cuda_string,
+    cuda_flag,
+    cuda_index_arm,
+    cuda_index_test,
+)
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 from torchport.check.semantic._receivers import enters_call_named, prints_or_logs
 from torchport.check.semantic._residence import bound_value
@@ -93,7 +98,11 @@ def chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     falls_back = isinstance(node, ast.IfExp) and (
         is_cpu_target(node.orelse, ctx) or (index and is_cpu_target(node.body, ctx))
     )
-    if not (falls_back or moves_to_cuda(node, ctx, timing=True)):
+    moves = moves_to_cuda(node, ctx, timing=True)
+    if index and not moves and isinstance(node, ast.If) and node.orelse:
+        # `if args.cuda < 0: device = "cpu"` `else: device = "cuda:%d" % args.cuda`
+        moves = moves_to_cuda(ast.If(node.test, node.orelse, []), ctx, timing=True)
+    if not (falls_back or moves):
         return False
     if tests_other_accelerators(node, ctx) or foreign_device(node, ctx):
         return False  # `elif torch.backends.mps...` looks further; XGBoost's `device=`
@@ -157,12 +166,12 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
         for sub in _shown_apart(part):
             if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
                 return True
-            if isinstance(sub, ast.JoinedStr) and sub.values:
-                head = sub.values[0]
-                if isinstance(head, ast.Constant) and str(head.value).startswith("cuda:"):
-                    return True
+            if isinstance(sub, (ast.JoinedStr, ast.BinOp)) and built_cuda_string(sub):
+                return True  # `f"cuda:{i}"`, `"cuda:%d" % i`, `"cuda:" + str(i)`
             if isinstance(sub, ast.Call):
                 func = sub.func
+                if built_cuda_string(sub):
+                    return True  # `"cuda:{}".format(i)`
                 if isinstance(func, ast.Attribute) and func.attr == "cuda":
                     if ctx.qualname(func) is None:
                         return True

@@ -28,6 +28,7 @@ __all__ = [
     "IS_DEVICE_ATTRIBUTES",
     "MOVE_METHODS",
     "OTHER_ACCELERATORS",
+    "built_cuda_string",
     "cuda_flag",
     "cuda_index_arm",
     "cuda_index_test",
@@ -129,12 +130,26 @@ def cuda_index_arm(arm: ast.expr, test: ast.Compare) -> bool:
     flags = {ast.unparse(e) for e in (test.left, *test.comparators) if _index_flag(e)}
     if ast.unparse(arm) in flags:
         return True  # `.to(args.gpu)`: the index is the device
-    head = arm.left if isinstance(arm, ast.BinOp) else arm
-    if isinstance(head, ast.Call) and isinstance(head.func, ast.Attribute):
-        head = head.func.value  # `"cuda:{}".format(args.gpu)`
-    if isinstance(head, ast.JoinedStr):
-        head = head.values[0] if head.values else head
-    return isinstance(head, ast.Constant) and str(head.value).startswith("cuda")
+    return built_cuda_string(arm) or (
+        isinstance(arm, ast.Constant) and str(arm.value).startswith("cuda")
+    )
+
+
+def built_cuda_string(expr: ast.expr) -> bool:
+    """A device string built from ``"cuda:"``: ``"cuda:" + str(i)``, ``"cuda:%d" % i``,
+    ``"cuda:{}".format(i)``, ``f"cuda:{i}"``."""
+    head: ast.expr = expr
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Mod)):
+        head = expr.left
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr != "format":
+            return False
+        head = expr.func.value
+    elif isinstance(expr, ast.JoinedStr) and expr.values:
+        head = expr.values[0]
+    else:
+        return False
+    return isinstance(head, ast.Constant) and str(head.value).startswith("cuda:")
 
 
 def device_type_test(expr: ast.expr) -> bool:
