@@ -11,7 +11,18 @@ either stays on the CPU by a choice no finding names, or stops on the simulated 
 - ``pack_padded_sequence`` bound to a module-level name (``pack =
   nn.utils.rnn.pack_padded_sequence``) and handed lengths computed from the ids the port moves:
   TP511 sees the call by its torch name only, so the lengths reach it on the device and the
-  port stops ("'lengths' argument should be a 1D CPU int64 tensor").
+  port stops ("'lengths' argument should be a 1D CPU int64 tensor"); a ``functools.partial``
+  of it the same.
+- A class that keeps the model and moves its inputs to its own ``self.device``, the ``"cpu"``
+  coming from elsewhere than b26's forms (``kwargs.get``, a property, a class attribute,
+  ``getattr`` of a config); and b26's parameter form where the class is the model itself (a
+  module moving its input, or making its RNN state, on ``self.device``).
+- A lambda kept on a module attribute; a raw weight made to require grad by setting
+  ``w.requires_grad = True`` (left on the CPU, "0 left"; ``--verify`` names it as host work);
+  a model built and called in one expression (``nn.Linear(3, 2)(torch.randn(4, 3))``: the
+  model is moved, its input is not).
+
+The near forms that pass on the base run beside them.
 """
 
 from __future__ import annotations
@@ -88,6 +99,7 @@ _ALIASES = {
     # "import as" passes on the base
     "import as": "from torch.nn.utils.rnn import pack_padded_sequence as pack",
     "name bound": "pack = nn.utils.rnn.pack_padded_sequence",
+    "a partial": "import functools\npack = functools.partial(nn.utils.rnn.pack_padded_sequence)",
 }
 
 
@@ -95,12 +107,15 @@ _ALIASES = {
     "alias",
     [
         pytest.param(_ALIASES["import as"], id="import as"),
-        pytest.param(
-            _ALIASES["name bound"],
-            id="name bound",
-            marks=pytest.mark.xfail(
-                strict=True, reason="h31p: TP511 misses pack_padded_sequence bound to a name"
-            ),
+        *(
+            pytest.param(
+                _ALIASES[name],
+                id=name,
+                marks=pytest.mark.xfail(
+                    strict=True, reason="h31p: TP511 misses pack_padded_sequence bound to a name"
+                ),
+            )
+            for name in ("name bound", "a partial")
         ),
     ],
 )
@@ -196,7 +211,8 @@ def _on_sim() -> dict[str, tuple[list[str], dict[str, Any]]]:
     CPU against the port on the simulated accelerator (one child for all)."""
     programs = [_PACK_PROGRAM.format(imports=alias) for alias in _ALIASES.values()]
     programs += [_KEPT_PROGRAM.format(body=b, call=c) for b, c in _KEPT_FORMS.values()]
-    programs += [_WRAPPER, _LAMBDA_ATTRIBUTE]
+    programs += [_WRAPPER, _LAMBDA_ATTRIBUTE, _RNN_STATE, _REQUIRES_GRAD_SET]
+    programs += [_BUILT_AND_CALLED.format(call=c) for c in _BUILT_AND_CALLED_FORMS.values()]
     outcomes = [port_text(program, "main.py") for program in programs]
     for outcome in outcomes:
         assert not outcome.failures, outcome.failures
@@ -225,7 +241,8 @@ class Wrapper(nn.Module):
 
 torch.manual_seed(0)
 w = Wrapper(nn.Linear(4, 2))
-OUT.append(w(torch.randn(8, 4)))
+x = torch.randn(8, 4)
+OUT.append(w(x))
 """
 
 _LAMBDA_ATTRIBUTE = """import torch
@@ -243,7 +260,9 @@ class Net(nn.Module):
 
 
 torch.manual_seed(0)
-OUT.append(Net()(torch.randn(2, 3)))
+model = Net()
+x = torch.randn(2, 3)
+OUT.append(model(x))
 """
 
 
@@ -256,4 +275,86 @@ def test_a_module_that_moves_its_input_to_its_own_cpu_device_is_placed_or_said()
 @pytest.mark.xfail(strict=True, reason="h31p: a lambda kept on a module attribute makes a tensor")
 def test_a_lambda_kept_on_a_module_attribute_is_placed_or_said() -> None:
     remaining, result = _on_sim()[_LAMBDA_ATTRIBUTE]
+    assert "error" not in result or remaining, result
+
+
+_RNN_STATE = """import torch
+import torch.nn as nn
+
+
+class RNN(nn.Module):
+    def __init__(self, n_in, n_hidden, device="cpu"):
+        super().__init__()
+        self.n_hidden = n_hidden
+        self.device = device
+        self.rnn = nn.RNN(n_in, n_hidden, batch_first=True)
+
+    def forward(self, x):
+        h0 = torch.zeros(1, x.size(0), self.n_hidden, device=self.device)
+        out, _ = self.rnn(x, h0)
+        return out[:, -1]
+
+
+torch.manual_seed(0)
+model = RNN(2, 5)
+x = torch.randn(6, 4, 2)
+OUT.append(model(x))
+"""
+
+_REQUIRES_GRAD_SET = """import torch
+
+w = torch.Tensor([1.0])
+w.requires_grad = True
+for x, y in zip([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]):
+    loss = (x * w - y) ** 2
+    loss.backward()
+    w.data = w.data - 0.01 * w.grad.data
+    w.grad.data.zero_()
+OUT.append(w.detach())
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="h31p: a module making its state on its own 'cpu' device")
+def test_a_module_that_makes_its_state_on_its_own_cpu_device_is_placed_or_said() -> None:
+    remaining, result = _on_sim()[_RNN_STATE]
+    assert "error" not in result or remaining, result
+
+
+@pytest.mark.xfail(strict=True, reason="h31p: requires_grad set as an attribute, w left on the CPU")
+def test_a_weight_made_to_require_grad_by_its_attribute_is_placed_or_said() -> None:
+    remaining, result = _on_sim()[_REQUIRES_GRAD_SET]
+    assert remaining or (result.get("same") and result["devices"] != ["cpu"]), result
+
+
+_BUILT_AND_CALLED = """import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+{call}
+"""
+
+_BUILT_AND_CALLED_FORMS = {
+    "named first": "model = nn.Linear(3, 2)\nOUT.append(model(torch.randn(4, 3)))",  # passes
+    "built and called in one expression": "OUT.append(nn.Linear(3, 2)(torch.randn(4, 3)))",
+}
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        pytest.param(
+            name,
+            id=name,
+            marks=()
+            if name == "named first"
+            else pytest.mark.xfail(
+                strict=True, reason="h31p: a model built and called in one expression"
+            ),
+        )
+        for name in _BUILT_AND_CALLED_FORMS
+    ],
+)
+def test_the_input_of_a_model_called_where_it_is_built_is_placed_or_said(form: str) -> None:
+    program = _BUILT_AND_CALLED.format(call=_BUILT_AND_CALLED_FORMS[form])
+    remaining, result = _on_sim()[program]
     assert "error" not in result or remaining, result
