@@ -51,7 +51,11 @@ _TESTS = {  # the test, and whether its true arm is the CPU
     "not a flag": ("args.batch < 0", True),
     "gpu_id > -1": ("args.gpu_id > -1", False),
     "gpu_ids[0] >= 0": ("opt.gpu_ids[0] >= 0", False),
+    "int() of a text flag": ("int(args.gpu) >= 0", False),  # h31p's d7: `type=str`
+    "text flag != '-1'": ('args.gpu != "-1"', False),  # h31p's d7b
+    "text flag, not a number": ('args.gpu != "auto"', False),
 }
+_NO_CHOICE = ("not a flag", "text flag, not a number")  # no index compared: no choice
 _ARMS = {  # the CUDA arm, of the index `i` the flag holds
     "concatenated": '"cuda:" + str({i})',
     "f-string": 'f"cuda:{{{i}}}"',
@@ -74,7 +78,7 @@ def test_a_cuda_index_flag_is_a_cuda_or_cpu_choice(test: str, arm: str, wrapped:
     source = f"import torch\n\ndevice = {choice}\n"
     found = [f.code for f in check_source(source, "train.py", select=["TP109"])]
     # the oracle: a flag named for CUDA, choosing the CPU or a CUDA device
-    expected = test != "not a flag" and arm != "no device"
+    expected = test not in _NO_CHOICE and arm != "no device"
     assert found == (["TP109"] if expected else []), source
 
 
@@ -109,5 +113,5 @@ def test_an_if_statement_on_a_cuda_index_flag_that_picks_a_cuda_device(
     found = [f.code for f in check_source(source, "train.py", select=["TP109"])]
     # the oracle: a flag named for CUDA whose CUDA branch builds a "cuda:" device string
     # (a bare index names no device in a statement: `device = args.gpu` may be anything)
-    expected = test != "not a flag" and arm not in ("no device", "bare index")
+    expected = test not in _NO_CHOICE and arm not in ("no device", "bare index")
     assert found == (["TP109"] if expected else []), source

@@ -52,7 +52,6 @@ _STRING_FLAG_CHOICES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="h31p: TP109 misses a CUDA index flag held as a string")
 @pytest.mark.parametrize(
     "choice", list(_STRING_FLAG_CHOICES.values()), ids=list(_STRING_FLAG_CHOICES)
 )

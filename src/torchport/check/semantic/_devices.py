@@ -110,7 +110,14 @@ _INDEX_FLAG = lazy_pattern(r"^(cuda|gpus?)(_?ids?|_index|_idx|_no|_num)?$", re.I
 
 def _index_flag(expr: ast.expr) -> bool:
     """A flag named for CUDA that may hold an index: :func:`cuda_flag`'s, ``args.gpu_id``,
-    ``opt.gpu_ids[0]``."""
+    ``opt.gpu_ids[0]``, ``int(args.gpu)`` (a flag kept as a string)."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "int"
+        and len(expr.args) == 1
+    ):
+        expr = expr.args[0]
     if isinstance(expr, ast.Subscript) and _an_int(expr.slice):
         expr = expr.value
     name = expr.id if isinstance(expr, ast.Name) else getattr(expr, "attr", "")
@@ -118,9 +125,15 @@ def _index_flag(expr: ast.expr) -> bool:
 
 
 def _an_int(expr: ast.expr) -> bool:
+    """``0``, ``-1``, or the same in a string (``"-1"``: a flag kept as text)."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
         expr = expr.operand
-    return isinstance(expr, ast.Constant) and type(expr.value) is int
+    if not isinstance(expr, ast.Constant):
+        return False
+    text = expr.value
+    if isinstance(text, str) and text.isascii() and text.count("-") <= 1:
+        return text.lstrip("-").isdigit()
+    return type(text) is int
 
 
 def cuda_index_arm(arm: ast.expr, test: ast.Compare) -> bool:
