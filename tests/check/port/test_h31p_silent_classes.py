@@ -333,26 +333,18 @@ torch.manual_seed(0)
 """
 
 _BUILT_AND_CALLED_FORMS = {
-    "named first": "model = nn.Linear(3, 2)\nOUT.append(model(torch.randn(4, 3)))",  # passes
+    "named first": "model = nn.Linear(3, 2)\nOUT.append(model(torch.randn(4, 3)))",
     "built and called in one expression": "OUT.append(nn.Linear(3, 2)(torch.randn(4, 3)))",
+    "a container built and called": (
+        "x = torch.randn(4, 3)\nOUT.append(nn.Sequential(nn.Linear(3, 2), nn.ReLU())(x))"
+    ),
+    "built and called in a function": (
+        "def f(x):\n    return nn.Linear(3, 2)(x)\n\n\nOUT.append(f(torch.ones(4, 3)))"
+    ),
 }
 
 
-@pytest.mark.parametrize(
-    "form",
-    [
-        pytest.param(
-            name,
-            id=name,
-            marks=()
-            if name == "named first"
-            else pytest.mark.xfail(
-                strict=True, reason="h31p: a model built and called in one expression"
-            ),
-        )
-        for name in _BUILT_AND_CALLED_FORMS
-    ],
-)
+@pytest.mark.parametrize("form", list(_BUILT_AND_CALLED_FORMS))
 def test_the_input_of_a_model_called_where_it_is_built_is_placed_or_said(form: str) -> None:
     program = _BUILT_AND_CALLED.format(call=_BUILT_AND_CALLED_FORMS[form])
     remaining, result = _on_sim()[program]

@@ -426,6 +426,8 @@ class PortFacts:
             return False
         if isinstance(func, ast.Attribute) and self.gives_host_values(func):
             return False
+        if isinstance(func, ast.Call):  # `nn.Linear(3, 2)(x)`: built and run in one expression
+            return self.builds_model(func, scope)
         root = func
         while isinstance(root, ast.Attribute) and not self.holds_model(root, scope):
             root = root.value
