@@ -35,6 +35,7 @@ from torchport.check.port._collected import (
 )
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
+from torchport.check.port._literal_items import LiteralItems
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
 
@@ -179,6 +180,7 @@ class DeviceFlow:
         self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
         # (operand, scope, where it meets only guessed device values): reported (_guesses).
         self.guesses: list[tuple[ast.expr, PortScope, ast.AST]] = []
+        self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -224,7 +226,7 @@ class DeviceFlow:
         if isinstance(expr, ast.Attribute):
             return expr.attr not in META_ATTRS and self.on_device(expr.value, scope)
         if isinstance(expr, (ast.Subscript, ast.Starred)):
-            return self.on_device(expr.value, scope)
+            return self.on_device(self.items.item(expr) or expr.value, scope)
         if isinstance(expr, ast.BinOp):
             return self.on_device(expr.left, scope) or self.on_device(expr.right, scope)
         if isinstance(expr, ast.UnaryOp):
@@ -337,8 +339,7 @@ class DeviceFlow:
             operands = [node.target, node.value]
         else:
             return []
-        # `torch.cat([out, torch.zeros(1, 2)])`: the items of a list or tuple a torch
-        # function takes meet each other; once one is on the device, the others must be.
+        # `torch.cat([out, torch.zeros(1, 2)])`: the items a torch function takes meet
         if isinstance(node, ast.Call) and (self.ctx.qualname(node.func) or "").startswith("torch."):
             operands = _items(operands)  # not `OUT.append((name, out))`: a tuple of records
         devices = [
@@ -492,7 +493,7 @@ class DeviceFlow:
                 if node.attr not in META_ATTRS:
                     stack.append(node.value)
             elif isinstance(node, ast.Subscript):
-                stack.append(node.value)
+                stack.append(self.items.item(node) or node.value)  # `d["a"]`: that item
             elif isinstance(node, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
                 continue
             else:
