@@ -135,8 +135,8 @@ class ValueKinds:
         if isinstance(expr, ast.Attribute):
             return self._attribute(expr)
         if isinstance(expr, ast.Subscript):
-            if (item := self.facts.flow.items.item(expr)) is not None:
-                return self.of(item)  # `d["a"]` of `d = dict(a=..., ...)`: that item
+            if (read := self.facts.flow.items.of(expr)) is not None:
+                return join(self.of(e) for e in read)  # `d["a"]` of `d = dict(a=...)`
             inner = self.of(expr.value)
             if inner is Kind.OTHER:
                 items = self.unpacking.literal_items(expr.value)
