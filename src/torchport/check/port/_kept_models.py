@@ -88,7 +88,8 @@ def _plain_default(value: ast.expr | None) -> bool:
 
 
 def base_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> ast.ClassDef | None:
-    """The one base class of ``cls``, where it is a module-level class of the file."""
+    """The base class of ``cls`` (it has a single one), where it is a module-level class of
+    the file."""
     if len(cls.bases) != 1 or not isinstance(cls.bases[0], ast.Name):
         return None
     base = classes.get(cls.bases[0].id)

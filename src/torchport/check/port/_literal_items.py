@@ -102,7 +102,7 @@ class LiteralItems:
         return [k.value for k in getattr(expr, "keywords", [])]
 
     def _binding(self, name: ast.expr) -> Binding | None:
-        """The one binding of the name ``name`` to a value."""
+        """The binding of the name ``name`` to a value, where it has no other."""
         if not isinstance(name, ast.Name):
             return None
         found = self.ctx.scopes.bindings(name.id, name)
