@@ -13,7 +13,8 @@ one) and a model's output, in either order, read back in several forms (an opera
 torch function of both, names bound to the reads, a negative index), at module level or in
 a function. The oracle (``no_cuda_sim``) runs the original on the CPU and the port on the
 simulated accelerator: the same values on ``sim:0``, or a finding left. The port is
-idempotent. A container the code changes, or hands on, is drawn apart (its forms listed).
+idempotent. A container the code changes, or hands on, is drawn apart (its forms listed);
+a dict literal copied or handed on is left (a strict xfail).
 """
 
 from __future__ import annotations
@@ -134,16 +135,27 @@ _CHANGED = {  # the container changed, or read other than by key, after it is ma
     "dict stored": 'm = dict(a=torch.ones(8, 1), b=model(x))\nm["a"] = torch.zeros(8, 1)\n'
     'r = m["a"] * m["b"]',
     "dict new key": 'm = {"b": model(x)}\nm["c"] = torch.ones(8, 1)\nr = m["c"] + m["b"]',
+}
+_HANDED_DICTS = {  # left: a dict literal read other than by key is no device value
     "dict copied": 'm = {"a": torch.ones(8, 1), "b": model(x)}\nn = m\nr = n["a"] + n["b"]',
     "dict handed": 'def f(d):\n    return d["a"] + d["b"]\n\n'
     'm = {"a": torch.ones(8, 1), "b": model(x)}\nr = f(m)',
 }
+_HEAD = (
+    "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(3, 1)\nx = torch.randn(8, 3)\n"
+)
 
 
 def test_a_container_the_code_changes_or_hands_on_is_placed_or_said() -> None:
     """A key stored, ``len``, a list grown at its end: still read by item; a container
     handed on, copied or looped over: taken whole, each of its items then put where the
     whole is (every case in one child)."""
-    head = "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(3, 1)\n"
-    head += "x = torch.randn(8, 3)\n"
-    _placed_or_said([head + body + "\nOUT.append(r)\n" for body in _CHANGED.values()])
+    _placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _CHANGED.values()])
+
+
+@pytest.mark.xfail(strict=True, reason="left: a dict literal copied or handed on is taken whole")
+def test_a_dict_literal_copied_or_handed_on_is_placed_or_said() -> None:
+    """Left: a dict is no device value to the flow, whatever it holds; taking one whole made
+    the items of checkpoints and records meet the device (``torch.save({...}, path)``: five
+    more findings on fairseq), so such a dict's CPU item still stays, "0 left"."""
+    _placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _HANDED_DICTS.values()])

@@ -171,8 +171,8 @@ class DeviceFlow:
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
-        if isinstance(expr, (ast.Tuple, ast.List)) or self.items.whole(expr):  # (a dict too)
-            return any(self.on_device(e, scope) for e in self.items.elements(expr))
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.on_device(e, scope) for e in expr.elts)
         if isinstance(expr, ast.Name):
             if expr.id in scope.values:
                 return True
