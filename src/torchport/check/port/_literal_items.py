@@ -10,7 +10,8 @@ for those values instead (:meth:`LiteralItems.of`):
   ``{...}`` display with constant keys, a tuple or a list (no ``*``/``**`` inside);
 * every use of the name in that scope (its nested scopes too) is a subscript with a
   constant key or index the literal holds, loaded, or stored as a whole statement
-  (``d["c"] = v``, ``q[0] = v``: the key then reads that value too), ``len(q)``, or, for a
+  (``d["c"] = v``, ``q[0] = v``: the key then reads that value too; not ``d["a"].append(v)``
+  nor ``d["a"][0] = v``, which change the item), ``len(q)``, or, for a
   list read only at indices from its start, ``q.append(v)`` / ``q.extend(vs)``; nothing
   else (``del q[0]``, ``q.pop()``, ``f(q)``, ``r = q``) that could change or hand out the
   container;
@@ -35,6 +36,8 @@ from torchport.check.semantic import Binding
 __all__ = ["LiteralItems", "opened"]
 
 _GROWS = frozenset({"append", "extend"})
+# Methods that put a value into the container they are called on (an item that is one)
+_PUTS = _GROWS | frozenset({"insert", "add", "update", "setdefault", "appendleft", "put"})
 
 
 class LiteralItems:
@@ -112,6 +115,8 @@ class LiteralItems:
                 keys.append(key)
                 counted |= _from_the_end(up.slice)
                 if isinstance(up.ctx, ast.Load):
+                    if _fills(above, up):
+                        return None  # `d["a"].append(out)`: the item changes, not the literal
                     continue
                 if not (
                     isinstance(up.ctx, ast.Store)
@@ -230,3 +235,10 @@ def opened(operands: list[ast.expr]) -> list[ast.expr]:
         else:
             out.append(node)
     return out
+
+
+def _fills(above: ast.AST | None, item: ast.Subscript) -> bool:
+    """``d["a"].append(v)``, ``d["a"][0] = v``: a value put into the item ``item`` reads."""
+    if isinstance(above, ast.Attribute) and above.value is item:
+        return above.attr in _PUTS
+    return isinstance(above, ast.Subscript) and not isinstance(above.ctx, ast.Load)
