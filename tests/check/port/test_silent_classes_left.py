@@ -9,7 +9,9 @@ variants); h31's four were strict xfails until branch s31 fixed them (a weight's
 to a host tensor is moved where it is made; a torch function of a host factory kept in
 ``__init__`` is reported, TP504; a model the program puts on the CPU is left there and said,
 its inputs not moved; a raw weight cloned from a tensor moves that tensor):
-``tests/check/port/test_static_silent_classes.py`` draws each class's other forms.
+``tests/check/port/test_static_silent_classes.py`` draws each class's other forms. n31y's
+(a CPU tensor kept beside a device value in a container literal, read back by key or index)
+was a strict xfail here until branch p31k closed it: ``test_literal_items.py`` draws it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import pytest
-
-from tests.check.port.no_cuda_sim import ports_on_sim_or_stops
 from tests.check.port.siblings import load
 from torchport.check import port_paths
-from torchport.check.port import port_text
 
 project_fuzz = load(
     "project_fuzz_for_silent_classes", Path(__file__).parent / "test_project_fuzz.py"
@@ -176,31 +174,3 @@ def _placed_or_said(files: dict[str, str]) -> None:
         ran, off = project_fuzz._run(root, meta=True)
         placed = not off and not isinstance(ran, BaseException)
         assert placed or result.remaining, (off, ran)
-
-
-# n31y's: a CPU tensor stored in a container literal beside a device value, read back by key
-# or index and combined with it. The flow takes the container as a whole ("on the device",
-# as one item is), so the two reads never meet in its eyes: "0 left", and the port stops on
-# any accelerator. Needs: a constant subscript of a name bound once to a container literal
-# answered by that item (on_device, the origins), and the moves that follow such reads.
-_CONTAINED = {
-    "dict call": 'd = dict(a=torch.zeros(8, 1), b=model(x))\nOUT.append(d["a"] + d["b"])',
-    "dict literal": 'd = {"a": torch.zeros(8, 1), "b": model(x)}\nOUT.append(d["a"] + d["b"])',
-    "tuple": "p = (torch.zeros(8, 1), model(x))\nOUT.append(p[0] + p[1])",
-    "list": "q = [torch.zeros(8, 1), model(x)]\nOUT.append(q[0] + q[1])",
-}
-
-
-@pytest.mark.xfail(strict=True, reason="not closed: items read back out of a container literal")
-def test_a_cpu_tensor_kept_beside_a_device_value_in_a_container_is_placed_or_said() -> None:
-    head = "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(3, 1)\n"
-    sources = [head + "x = torch.randn(8, 3)\n" + body + "\n" for body in _CONTAINED.values()]
-    ports = [port_text(source) for source in sources]
-    runs = ports_on_sim_or_stops([(s, p.source) for s, p in zip(sources, ports, strict=True)])
-    # each port runs on the accelerator as the original ran on the CPU, or says what it left
-    silent = [
-        form
-        for form, ported, run in zip(_CONTAINED, ports, runs, strict=True)
-        if not ported.remaining and not (run.get("same") and run["devices"] == ["sim:0"])
-    ]
-    assert not silent, silent

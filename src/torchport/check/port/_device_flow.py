@@ -35,6 +35,7 @@ from torchport.check.port._collected import (
 )
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
+from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
 
@@ -79,19 +80,6 @@ def names_of(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return names_of(target.value)
     return []
-
-
-def _items(operands: list[ast.expr]) -> list[ast.expr]:
-    """``operands`` with lists and tuples (nested too, and starred items) opened."""
-    out: list[ast.expr] = []
-    stack = list(reversed(operands))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.List, ast.Tuple, ast.Starred)):
-            stack.extend(reversed(node.elts) if not isinstance(node, ast.Starred) else [node.value])
-        else:
-            out.append(node)
-    return out
 
 
 @dataclass(eq=False)
@@ -179,9 +167,12 @@ class DeviceFlow:
         self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
         # (operand, scope, where it meets only guessed device values): reported (_guesses).
         self.guesses: list[tuple[ast.expr, PortScope, ast.AST]] = []
+        self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.on_device(e, scope) for e in expr.elts)
         if isinstance(expr, ast.Name):
             if expr.id in scope.values:
                 return True
@@ -224,13 +215,12 @@ class DeviceFlow:
         if isinstance(expr, ast.Attribute):
             return expr.attr not in META_ATTRS and self.on_device(expr.value, scope)
         if isinstance(expr, (ast.Subscript, ast.Starred)):
-            return self.on_device(expr.value, scope)
+            return any(self.on_device(e, scope) for e in self.items.of(expr) or [expr.value])
         if isinstance(expr, ast.BinOp):
             return self.on_device(expr.left, scope) or self.on_device(expr.right, scope)
         if isinstance(expr, ast.UnaryOp):
             return self.on_device(expr.operand, scope)
-        if isinstance(expr, (ast.Tuple, ast.List)):
-            return any(self.on_device(e, scope) for e in expr.elts)
+
         if isinstance(expr, ast.IfExp):
             return self.on_device(expr.body, scope) or self.on_device(expr.orelse, scope)
         if isinstance(expr, ast.Compare):  # `torch.round(y_hat) == y`: a device tensor
@@ -337,10 +327,9 @@ class DeviceFlow:
             operands = [node.target, node.value]
         else:
             return []
-        # `torch.cat([out, torch.zeros(1, 2)])`: the items of a list or tuple a torch
-        # function takes meet each other; once one is on the device, the others must be.
+        # `torch.cat([out, torch.zeros(1, 2)])`: the items a torch function takes meet
         if isinstance(node, ast.Call) and (self.ctx.qualname(node.func) or "").startswith("torch."):
-            operands = _items(operands)  # not `OUT.append((name, out))`: a tuple of records
+            operands = opened(operands)  # not `OUT.append((name, out))`: a tuple of records
         devices = [
             o for o in operands if self.on_device(o, scope) or self.models.builds_model(o, scope)
         ]
@@ -364,20 +353,20 @@ class DeviceFlow:
     def run(self, scope: PortScope) -> None:
         """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""
         self.fixed_point(scope, scope.values, unpack=True)
-        scope.guessed = guessed_values(self, scope) if guessing(scope) else set()
-        guessed = scope.guessed
+        scope.guessed = guessed = guessed_values(self, scope) if guessing(scope) else set()
         values = scope.values
         # The flow is flow-insensitive: a name is a device value wherever one binding
         # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`
         # and `prev = torch.zeros(...)`): what they bind meets what the name meets, so it
         # is moved where it is made, or reported. A name the code moves itself is not.
-        for targets, value in scope.assigns:
-            if any(
-                isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
-                for t in targets
-            ) and not self.on_device(value, scope):
-                known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
-                self._meet(value, scope, None if known else value)
+        for targets, whole in scope.assigns:  # (a list kept whole: each item, _literal_items)
+            for value in self.items.parts(whole, targets):
+                if any(
+                    isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
+                    for t in targets
+                ) and not self.on_device(value, scope):
+                    known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
+                    self._meet(value, scope, None if known else value)
         lambda_params = {
             p.arg
             for node in scope.nodes
@@ -492,7 +481,7 @@ class DeviceFlow:
                 if node.attr not in META_ATTRS:
                     stack.append(node.value)
             elif isinstance(node, ast.Subscript):
-                stack.append(node.value)
+                stack.extend(self.items.of(node) or [node.value])  # `d["a"]`: that item
             elif isinstance(node, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
                 continue
             else:

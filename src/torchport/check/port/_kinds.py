@@ -135,6 +135,8 @@ class ValueKinds:
         if isinstance(expr, ast.Attribute):
             return self._attribute(expr)
         if isinstance(expr, ast.Subscript):
+            if (read := self.facts.flow.items.of(expr)) is not None:
+                return join(self.of(e) for e in read)  # `d["a"]` of `d = dict(a=...)`
             inner = self.of(expr.value)
             if inner is Kind.OTHER:
                 items = self.unpacking.literal_items(expr.value)
@@ -292,8 +294,7 @@ class ValueKinds:
         node = getattr(b, "node", None)
         value = getattr(b, "value", None)
         if kind is BindingKind.IMPORT and getattr(b, "name", None) in self.facts.project.tensors:
-            # `from model import DATA`: a module-level CPU tensor of the project (the
-            # name bound to it, `data = DATA`, holds it too); any other import is no value
+            # `from model import DATA` (and `data = DATA`): a project's CPU tensor; else none
             return Kind.TENSOR
         if kind in (BindingKind.IMPORT, BindingKind.DEF, BindingKind.CLASS):
             return Kind.OTHER

@@ -169,6 +169,9 @@ class Origins:
                 return self.of(value)  # `x.data`, `batch.text`: where `x` lives
             return [self._origin(expr)]
         if isinstance(expr, (ast.Subscript, ast.Starred)):
+            items = self.facts.flow.items.of(expr)
+            if items is not None:  # `d["a"]` of `d = dict(a=torch.zeros(2), ...)`
+                return [o for e in items for o in self.of(e)]
             if self.kinds.of(expr.value) in _HOLDERS:
                 return [self._origin(expr)]  # `train_ds[0]`: an item a dataset makes
             return self.of(expr.value)

@@ -28,7 +28,9 @@ keeps the model where it was handed and brings its inputs to its own device. Han
 program's device, the model must be moved by its caller (TP501's fix stands); left to its
 default, or given the CPU, the class's inputs stay on the CPU and a moved model would meet
 them there: TP501 reports it, with no fix (a program the port left running on the CPU, not
-one it broke).
+one it broke). The class's other shapes (a ``@dataclass``, the device stored by a base
+class's ``__init__``, set to the CPU there, or set by a method such as ``to(device)``) are
+read the same way (:mod:`~torchport.check.port._kept_models`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ from torchport.check._context import Context
 from torchport.check._nodes import sole_target
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._given_devices import cpu_here
+from torchport.check.port._kept_models import (
+    base_call,
+    base_of,
+    cpu_constant,
+    dataclass_fields,
+    inputs_moved_to,
+    own_init,
+    set_later,
+    setters_of,
+)
 from torchport.check.port._module_files import module_facts
 from torchport.check.port._script_path import module_function_called, script_lookups
 from torchport.check.semantic._binding import BindingKind
@@ -56,8 +68,9 @@ _CHAIN = frozenset({"eval", "train", "float", "double", "half", "bfloat16", "req
 _BINDS = (ast.Expr, ast.Assign, ast.AnnAssign)
 _EXITS = (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)
 # ((moved position, moved name), (device position, device name), kept); position -1:
-# keyword-only; kept: stored as it is, the class moving its inputs to the device instead
-Moved = tuple[tuple[tuple[int, str], tuple[int, str], bool], ...]
+# keyword-only, -2: no parameter (an attribute set to the CPU); kept: stored as it is, the
+# class moving its inputs to the device instead (a tuple: the methods that set that device)
+Moved = tuple[tuple[tuple[int, str], tuple[int, str], bool | tuple[str, ...]], ...]
 _CACHE: dict[str, tuple[tuple[int, int], dict[str, Moved]]] = {}
 CpuTest = Callable[[ast.expr], bool]  # whether a device expression names the CPU there
 
@@ -67,11 +80,40 @@ def moved_parameters_of(
     *,
     shift: int = 0,
     kept_to: frozenset[str] | None = None,
+    chain: tuple[ast.ClassDef, ...] = (),
 ) -> Moved:
     """``func``'s moved parameters and the parameters they are moved to (module text);
     ``shift``: positions counted without the first ``shift`` parameters (``self``);
     ``kept_to``: the attributes the class's other methods move their values to (an
-    ``__init__``'s kept parameters, each with every device parameter stored to one)."""
+    ``__init__``'s kept parameters, each with every device parameter stored to one, or
+    every attribute it sets to the CPU); ``chain``: the class of that ``__init__`` and its
+    bases of the file (``super().__init__(device)`` stores what the base's stores)."""
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+
+    def where(name: str) -> tuple[int, str]:
+        return (positional.index(name) - shift if name in positional else -1, name)
+
+    found, stored, constants = _read_init(func, shift, chain)
+    if kept_to is not None:
+        devices = {at: d for at, d in stored.items() if at in kept_to}
+        moved_names = {p for (_, p), _, _ in found}
+        for p in sorted(set(stored.values()) - set(devices.values()) - moved_names):
+            for at, d in sorted(devices.items()):
+                found.append((where(p), where(d), setters_of([*chain], at, func) or True))
+            for at in sorted(constants & kept_to):  # `self.device = "cpu"`: the CPU, or a setter's
+                found.append((where(p), (-2, f"self.{at}"), setters_of([*chain], at, func)))
+    return tuple(found)
+
+
+Found = list[tuple[tuple[int, str], tuple[int, str], bool | tuple[str, ...]]]
+
+
+def _read_init(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, shift: int, chain: tuple[ast.ClassDef, ...]
+) -> tuple[Found, dict[str, str], set[str]]:
+    """``func``'s moves (as :func:`moved_parameters_of`'s, not yet kept), the attributes it
+    stores a parameter to as it is (attribute -> parameter), and those it sets to the CPU."""
     a = func.args
     positional = [p.arg for p in (*a.posonlyargs, *a.args)]
     params = {*positional, *(p.arg for p in a.kwonlyargs)}
@@ -83,7 +125,8 @@ def moved_parameters_of(
     rebound: set[str] = set()
     attributes: dict[str, str] = {}  # `self.device = device`: `self.device` is `device`
     stored: dict[str, str] = {}  # `self.model = model`, never rebound after
-    found: list[tuple[tuple[int, str], tuple[int, str], bool]] = []
+    constants: set[str] = set()  # `self.device = "cpu"`, never rebound after
+    found: Found = []
     for stmt in func.body:
         moved = _moved_by(stmt, own, attributes)
         if moved is not None:
@@ -99,18 +142,69 @@ def moved_parameters_of(
             elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
                 attributes.pop(n.attr, None)
                 stored.pop(n.attr, None)
+                constants.discard(n.attr)
             elif isinstance(n, ast.Call) and _attribute_of(n.func, own):
                 attributes.clear()  # `self.reset()` may set any attribute
                 stored.clear()
+                constants.clear()
         given = _parameter_stored(stmt, own)
         if given is not None and given[1] in params and given[1] not in rebound:
             attributes[given[0]] = stored[given[0]] = given[1]
-    if kept_to is not None:
-        devices = {d for a, d in stored.items() if a in kept_to}
-        moved_names = {p for (_, p), _, _ in found}
-        for p in sorted(set(stored.values()) - devices - moved_names):
-            found.extend((where(p), where(d), True) for d in sorted(devices))
-    return tuple(found)
+        elif given is None and _cpu_stored(stmt, own):
+            constants.add(stmt.targets[0].attr)  # type: ignore[attr-defined]
+        inherited = _inherited(stmt, own, chain[1:]) if len(chain) > 1 else None
+        if inherited is not None:  # `super().__init__(device)`: what the base stores
+            for at, name in inherited[0].items():
+                if name in params and name not in rebound:
+                    attributes[at] = stored[at] = name
+                else:
+                    attributes.pop(at, None)
+                    stored.pop(at, None)
+            constants |= inherited[1]
+    return found, stored, constants
+
+
+def _inherited(
+    stmt: ast.stmt, own: str, chain: tuple[ast.ClassDef, ...]
+) -> tuple[dict[str, str], set[str]] | None:
+    """What ``super().__init__(...)`` (``stmt``) stores: attribute -> the name handed to
+    the base's parameter stored there ("" where it is handed something else), and the
+    attributes it sets to the CPU; None: no such call of ``chain[0]``'s own ``__init__``."""
+    base = chain[0]
+    found = base_call(stmt, own, base)
+    if found is None:
+        return None
+    call, skip = found
+    init = next((m for m in base.body if isinstance(m, _FUNCTIONS) and m.name == "__init__"), None)
+    args = call.args[skip:]
+    if init is None or init.decorator_list or any(isinstance(x, ast.Starred) for x in args):
+        return {}, set()  # (the attributes it may set: cleared by the caller's own walk)
+    if any(k.arg is None for k in call.keywords):
+        return {}, set()
+    _, stored, constants = _read_init(init, 1, chain)
+    b = init.args
+    positional = [p.arg for p in (*b.posonlyargs, *b.args)][1:]
+    defaults = dict(zip(positional[len(positional) - len(b.defaults) :], b.defaults, strict=True))
+    defaults.update({p.arg: d for p, d in zip(b.kwonlyargs, b.kw_defaults, strict=True) if d})
+    handed: dict[str, ast.expr] = dict(zip(positional, args, strict=False))
+    handed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    out: dict[str, str] = {}
+    for at, param in stored.items():
+        value = handed.get(param, defaults.get(param))
+        out[at] = value.id if isinstance(value, ast.Name) else ""
+        if cpu_constant(value):
+            constants.add(at)
+    return out, constants
+
+
+def _cpu_stored(stmt: ast.stmt, own: str) -> bool:
+    """``self.a = "cpu"`` (or ``torch.device("cpu")``)."""
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and _attribute_of(stmt.targets[0], own)
+        and cpu_constant(stmt.value)
+    )
 
 
 def _moved_by(stmt: ast.stmt, own: str, attributes: dict[str, str]) -> tuple[str, str] | None:
@@ -161,10 +255,6 @@ def _parameter_stored(stmt: ast.stmt, own: str) -> tuple[str, str] | None:
     return stmt.targets[0].attr, value.id  # type: ignore[attr-defined]
 
 
-def _is_to(call: ast.Call) -> bool:
-    return isinstance(call.func, ast.Attribute) and call.func.attr == "to"
-
-
 def _attribute_of(node: ast.AST, own: str) -> bool:
     return (
         bool(own)
@@ -183,54 +273,54 @@ def _own_nodes(stmt: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _init_of(cls: ast.ClassDef) -> Moved:
-    """The moved parameters of ``cls``'s own ``__init__`` (() where it is not plain)."""
-    if cls.decorator_list or cls.keywords:
-        return ()  # a dataclass writes its own `__init__`; a metaclass may call another
-    init = None
-    for stmt in cls.body:
-        if isinstance(stmt, _FUNCTIONS) and stmt.name == "__new__":
+def _init_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> Moved:
+    """The moved parameters of ``cls``'s ``__init__`` (its own, a base's of the file, or a
+    dataclass's); () where it is not plain."""
+    if cls.decorator_list:  # a dataclass writes its own `__init__` (`_kept_models`)
+        return _dataclass_init(cls) if not cls.bases else ()
+    if cls.keywords:
+        return ()  # a metaclass may call another `__init__`
+    chain = [cls]
+    while (base := base_of(chain[-1], classes)) is not None and base not in chain:
+        chain.append(base)
+    kept_to = frozenset().union(*(inputs_moved_to(c, own_init(c)) for c in chain))
+    for at, c in enumerate(chain):
+        if any(isinstance(s, _FUNCTIONS) and s.name == "__new__" for s in c.body):
             return ()
-        if isinstance(stmt, _FUNCTIONS) and stmt.name == "__init__":
-            init = stmt
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            if any(isinstance(t, ast.Name) and t.id == "__init__" for t in targets):
-                init = None
-    if init is None or init.decorator_list:
+        if c.decorator_list or c.keywords:
+            return ()
+        if any(isinstance(s, _FUNCTIONS) and s.name == "__init__" for s in c.body):
+            init = own_init(c)
+            if init is None or init.decorator_list:
+                return ()
+            return moved_parameters_of(init, shift=1, kept_to=kept_to, chain=tuple(chain[at:]))
+    return ()
+
+
+def _dataclass_init(cls: ast.ClassDef) -> Moved:
+    """A dataclass's kept fields: each stored as it is, beside a device field its methods
+    move their inputs to."""
+    fields = dataclass_fields(cls)
+    if fields is None:
         return ()
-    return moved_parameters_of(init, shift=1, kept_to=_inputs_moved_to(cls, init))
-
-
-def _inputs_moved_to(cls: ast.ClassDef, init: ast.AST) -> frozenset[str]:
-    """Attributes ``a`` that a method of ``cls`` other than ``init`` moves a value to, or
-    makes one on (``x.to(self.a)``, ``torch.as_tensor(x, device=self.a)``; ``self`` its
-    first parameter)."""
-    found: set[str] = set()
-    for method in cls.body:
-        if not isinstance(method, _FUNCTIONS) or method is init:
-            continue
-        params = [*method.args.posonlyargs, *method.args.args]
-        if not params:
-            continue  # a static method with no parameter: no `self`
-        own = params[0]
-        for node in ast.walk(method):
-            if not isinstance(node, ast.Call):
-                continue
-            first = node.args[:1] if _is_to(node) else []
-            for target in (*first, *(k.value for k in node.keywords if k.arg == "device")):
-                if _attribute_of(target, own.arg):
-                    found.add(target.attr)  # type: ignore[attr-defined]
-    return frozenset(found)
+    kept_to = inputs_moved_to(cls, None)
+    devices = [f for f in fields if f[1] in kept_to]
+    return tuple(
+        (f, d, setters_of([cls], d[1], None) or True)
+        for f in fields
+        if f not in devices
+        for d in devices
+    )
 
 
 def _callables_of(tree: ast.Module) -> dict[str, Moved]:
     found: dict[str, Moved] = {}
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}  # the last counts
     for stmt in tree.body:
         if isinstance(stmt, _FUNCTIONS):
             found[stmt.name] = () if stmt.decorator_list else moved_parameters_of(stmt)
         elif isinstance(stmt, ast.ClassDef):
-            found[stmt.name] = _init_of(stmt)  # the last definition counts
+            found[stmt.name] = _init_of(stmt, classes)  # the last definition counts
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -285,7 +375,8 @@ def _cls_of_classmethod(func: ast.Name, param: ast.AST, ctx: Context) -> Moved:
                     for other in ast.walk(ctx.tree)
                 )
                 last = [c for c in ctx.tree.body if getattr(c, "name", None) == cls.name]
-                return () if subclassed or last[-1:] != [cls] else _init_of(cls)
+                classes = {c.name: c for c in ctx.tree.body if isinstance(c, ast.ClassDef)}
+                return () if subclassed or last[-1:] != [cls] else _init_of(cls, classes)
     return ()
 
 
@@ -313,6 +404,12 @@ def placing_call(call: ast.Call, arg: ast.expr, ctx: Context, cpu: CpuTest) -> s
     ``.to(device)`` before would be undone); None: no such call."""
     for (p_at, p), (d_at, d), kept in _moved_of_call(call, ctx):
         if _argument(call, p_at, p) is arg:
+            if isinstance(kept, tuple) and kept:  # `clf.to(device)` sets where its inputs go
+                later = set_later(call, kept, ctx)
+                if later is None or (later and cpu(later[-1])):
+                    return d
+                if later:
+                    continue  # the program's device, set before any use: its caller moves it
             device = _argument(call, d_at, d)
             if device is None or (isinstance(device, ast.Constant) and device.value is None):
                 return d
