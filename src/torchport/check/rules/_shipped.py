@@ -28,8 +28,9 @@ Read so (any doubt: the module may be installed):
   ``data_files=`` is absent.
 
 A found package's folder is taken both under ``where`` and under ``package_dir``'s folder
-(the two may differ; both count). A ``pyproject.toml`` or ``setup.cfg`` alone keeps the
-module installable (not read). Beside a ``setup.py`` each is read only to see that it leaves
+(the two may differ; both count). A ``setup.cfg`` alone keeps the module
+installable (not read); a ``pyproject.toml`` alone is read by ``rules/_pyproject_packages.py``
+(its ``[tool.setuptools]``). Beside a ``setup.py`` each is read only to see that it leaves
 what ships to it (LoRA's ``examples/NLU`` has ``[tool.black]`` and ``[isort]``/``[flake8]``):
 a ``pyproject.toml`` with no ``[project]`` table, no ``[tool.setuptools]`` and a setuptools
 build backend (or none), a ``setup.cfg`` with no ``[metadata]`` or ``[options...]`` section
@@ -67,15 +68,25 @@ def shipped_module(path: str, root: str) -> bool:
             note(os.path.join(folder, marker))
             if os.path.isfile(os.path.join(folder, marker)):
                 found.append(marker)
-        if found and ("setup.py" not in found or _ships(folder, path)):
+        if found and _ships(folder, path, found):
             return True
         if folder == root or os.path.dirname(folder) == folder:
             return False
         folder = os.path.dirname(folder)
 
 
-def _ships(folder: str, path: str) -> bool:
-    return bool(remembered(_SEEN, (folder, path), lambda: _may_ship(folder, path)))
+def _ships(folder: str, path: str, found: list[str]) -> bool:
+    """Whether the packaging files ``found`` in ``folder`` may ship the module at ``path``:
+    a ``setup.py``'s arguments, else a ``pyproject.toml``'s ``[tool.setuptools]``, else (a
+    ``setup.cfg`` alone, not read) it may."""
+    if "setup.py" in found:
+        return bool(remembered(_SEEN, (folder, path), lambda: _may_ship(folder, path)))
+    if "pyproject.toml" in found:
+        from torchport.check.rules._pyproject_packages import pyproject_may_ship
+
+        key = ("pyproject", folder, path)
+        return bool(remembered(_SEEN, key, lambda: pyproject_may_ship(folder, path)))
+    return True
 
 
 def _may_ship(folder: str, path: str) -> bool:
