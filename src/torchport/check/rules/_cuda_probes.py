@@ -32,6 +32,7 @@ import ast
 import re
 
 from torchport.check._context import Context
+from torchport.check.semantic._residence import bound_value
 
 __all__ = ["PROBE_WORDS", "probes_cuda"]
 
@@ -40,6 +41,9 @@ PROBE_WORDS = frozenset(
 )
 _FACTORIES = frozenset(
     f"torch.{n}" for n in ("zeros", "ones", "empty", "full", "rand", "randn", "tensor", "eye")
+)
+_DTYPES = frozenset(
+    f"torch.{n}" for n in ("float32", "float16", "bfloat16", "float64", "int64", "int32")
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -86,7 +90,7 @@ def _constant_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     given = [*defaults, *args.kw_defaults]
     if len(args.kw_defaults) != len(args.kwonlyargs) or any(d is None for d in given):
         return False
-    return all(_constant(d) for d in given if d is not None)
+    return all(isinstance(d, ast.Constant) for d in given)
 
 
 def _own_tensor(call: ast.Call, ctx: Context) -> bool:
@@ -99,13 +103,12 @@ def _own_tensor(call: ast.Call, ctx: Context) -> bool:
     if device[0].value.value != "cuda":
         return False
     others = [*call.args, *(k.value for k in call.keywords if k.arg != "device")]
-    return all(k.arg is not None for k in call.keywords) and all(_constant(a) for a in others)
+    return all(k.arg is not None for k in call.keywords) and all(_constant(a, ctx) for a in others)
 
 
 def _torch_name(expr: ast.expr, ctx: Context) -> str | None:
-    """The qualified name, or the dotted spelling of a chain on a name ``torch`` that the
-    semantic model does not resolve (``torch = importlib.import_module("torch")``, robot_sf's
-    way of keeping torch optional)."""
+    """The qualified name, or, for a chain on a name bound to ``importlib.import_module(
+    "<module>")`` (robot_sf's way of keeping torch optional), that module's dotted name."""
     name = ctx.qualname(expr)
     if name is not None:
         return name
@@ -113,22 +116,25 @@ def _torch_name(expr: ast.expr, ctx: Context) -> str | None:
     while isinstance(expr, ast.Attribute):
         parts.append(expr.attr)
         expr = expr.value
-    if isinstance(expr, ast.Name) and expr.id == "torch":
-        return ".".join(["torch", *reversed(parts)])
-    return None
+    if not isinstance(expr, ast.Name):
+        return None
+    bound = bound_value(expr, ctx)
+    if not (isinstance(bound, ast.Call) and len(bound.args) == 1 and not bound.keywords):
+        return None
+    module = bound.args[0]
+    if ctx.qualname(bound.func) != "importlib.import_module" or not isinstance(
+        module, ast.Constant
+    ):
+        return None
+    return ".".join([str(module.value), *reversed(parts)])
 
 
-def _constant(value: ast.expr) -> bool:
-    """A constant, a negated one, or a tuple or list of such, or ``torch.<dtype>``."""
+def _constant(value: ast.expr, ctx: Context) -> bool:
+    """A constant, a negated one, a tuple or list of such, or a torch dtype."""
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
-        return _constant(value.operand)
+        return _constant(value.operand, ctx)
     if isinstance(value, (ast.Tuple, ast.List)):
-        return all(_constant(e) for e in value.elts)
-    return (
-        isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id == "torch"
-        and value.attr in ("float32", "float16", "bfloat16", "float64", "int64", "int32")
-    )
+        return all(_constant(e, ctx) for e in value.elts)
+    return isinstance(value, ast.Attribute) and _torch_name(value, ctx) in _DTYPES

@@ -25,6 +25,9 @@ Read so (any doubt: the module may be installed):
 * ``package-dir`` is absent or ``{"" = "folder"}``; ``py-modules`` is absent or a list of
   strings, each shipping its file.
 
+The folder tests both readings share (``_below``, ``_found``: what ``find_packages`` finds)
+live here, ``_shipped`` importing them (one direction).
+
 A found package's folder is taken both under ``where`` and under ``package-dir``'s folder
 (its name, found under ``where``, rests there; the project's top when there is none): a
 top-level ``experiments/`` beside ``where = ["src"]`` ships only if ``src`` has an
@@ -36,7 +39,6 @@ from __future__ import annotations
 import os
 
 from torchport.check._listing import note
-from torchport.check.rules._shipped import _SETUPTOOLS, _below, _found
 
 __all__ = ["pyproject_may_ship"]
 
@@ -46,6 +48,9 @@ _KNOWN = frozenset(
     | {"package-data", "exclude-package-data", "license-files", "platforms"}
 )
 _FIND = frozenset({"where", "include", "exclude", "namespaces"})
+# the setuptools build backends (`rules/_shipped.py` asks them of a `pyproject.toml` beside a
+# `setup.py` too)
+_SETUPTOOLS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
 
 
 def pyproject_may_ship(folder: str, path: str) -> bool:
@@ -132,3 +137,19 @@ def _top_packages(top: str, *, namespaces: bool) -> list[str] | None:
     if namespaces:
         return folders
     return [f for f in folders if _found(top, os.path.join(top, f))]
+
+
+def _below(here: str, top: str) -> bool:
+    return here == top or here.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _found(top: str, here: str) -> bool:
+    """Whether ``find_packages`` under ``top`` may ship the folder ``here``: it is, or is
+    below, a folder right below ``top`` holding an ``__init__.py`` with no dot in its name
+    (a top-level package; a folder below one that is no package may ride along as
+    package data, ``include_package_data``)."""
+    if not _below(here, top) or here == top:
+        return False
+    first = os.path.relpath(here, top).split(os.sep)[0]
+    note(os.path.join(top, first, "__init__.py"))
+    return "." not in first and os.path.isfile(os.path.join(top, first, "__init__.py"))

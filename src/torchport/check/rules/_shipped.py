@@ -44,6 +44,12 @@ import ast
 import os
 
 from torchport.check._listing import note, remembered
+from torchport.check.rules._pyproject_packages import (
+    _SETUPTOOLS,
+    _below,
+    _found,
+    pyproject_may_ship,
+)
 
 __all__ = ["shipped_module"]
 
@@ -52,7 +58,6 @@ _SETUPS = frozenset({"setuptools", "distutils.core"})
 _FINDERS = frozenset({"find_packages", "find_namespace_packages"})
 _WANTED = _FINDERS | {"setup"}
 _KNOWN = frozenset({"packages", "package_dir", "py_modules", "data_files"})
-_SETUPTOOLS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
 _SEEN: dict[object, object] = {}  # remembered answers, per setup.py and module
 
 
@@ -82,8 +87,6 @@ def _ships(folder: str, path: str, found: list[str]) -> bool:
     if "setup.py" in found:
         return bool(remembered(_SEEN, (folder, path), lambda: _may_ship(folder, path)))
     if "pyproject.toml" in found:
-        from torchport.check.rules._pyproject_packages import pyproject_may_ship
-
         key = ("pyproject", folder, path)
         return bool(remembered(_SEEN, key, lambda: pyproject_may_ship(folder, path)))
     return True
@@ -250,19 +253,3 @@ def _in_packages(
     if finder == "find_namespace_packages":
         return any(_below(here, top) and here != top for top in tops)
     return any(_found(top, here) for top in tops)
-
-
-def _below(here: str, top: str) -> bool:
-    return here == top or here.startswith(top.rstrip(os.sep) + os.sep)
-
-
-def _found(top: str, here: str) -> bool:
-    """Whether ``find_packages`` under ``top`` may ship the folder ``here``: it is, or is
-    below, a folder right below ``top`` holding an ``__init__.py`` with no dot in its name
-    (a top-level package; a folder below one that is no package may ride along as
-    package data, ``include_package_data``)."""
-    if not _below(here, top) or here == top:
-        return False
-    first = os.path.relpath(here, top).split(os.sep)[0]
-    note(os.path.join(top, first, "__init__.py"))
-    return "." not in first and os.path.isfile(os.path.join(top, first, "__init__.py"))
