@@ -40,9 +40,9 @@ DIFFUSERS = "from diffusers import DiffusionPipeline\n"
 
 def program(diffusers: bool, maker: str, bound: bool, uses: list[str], reseed: bool) -> str:
     head = "import torch\n" + (DIFFUSERS if diffusers else "") + "\n\n"
-    head += (
-        "def make_latents(n, generator=None):\n    return torch.randn(n, generator=generator)\n\n\n"
-    )
+    if "own_helper" in uses:  # the module's own code taking a generator
+        head += "def make_latents(n, generator=None):\n"
+        head += "    return torch.randn(n, generator=generator)\n\n\n"
     body = "    loaded = DiffusionPipeline.from_pretrained(name)\n" if diffusers else ""
     body += "    loaded = load(name)\n" if not diffusers else ""
     g = maker
@@ -83,6 +83,15 @@ def test_the_wan_shape() -> None:
 @pytest.mark.parametrize("use", sorted(u for u, (_, matters) in USES.items() if matters))
 def test_a_generator_also_given_elsewhere_keeps_the_finding(use: str) -> None:
     source = program(True, MAKERS[0], True, ["param_pipe", use], False)
+    assert check_source(source, select=["TP109"]), source
+
+
+def test_a_module_whose_own_code_takes_a_generator_keeps_the_finding() -> None:
+    """``self.pipe`` may be the module's own class, drawing on its own device."""
+    source = program(True, MAKERS[0], True, ["attribute_pipe"], False)
+    assert not check_source(source, select=["TP109"]), source
+    source += "\n\nclass Sampler:\n    def __call__(self, p, generator=None):\n"
+    source += "        return torch.randn(4, generator=generator, device='cuda')\n"
     assert check_source(source, select=["TP109"]), source
 
 

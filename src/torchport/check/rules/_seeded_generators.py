@@ -21,11 +21,13 @@ doubt: reported):
   ``gen.manual_seed(s)``, one read at least, the function declaring it neither ``global`` nor
   ``nonlocal`` and calling no ``locals``, ``vars``, ``eval`` or ``exec``.
 
-Kept: a generator also given to torch (``torch.randn(..., generator=gen)`` needs a generator
-on the tensor's device), to a function or class of the module (it may do the same), returned
-or stored (``self.gen = gen``), a module-level generator (another module may import it), and
-a module importing nothing from diffusers. Not seen from the module: a pipeline (a community
-one) that draws with the generator on its own device instead of calling ``randn_tensor``.
+Kept: a module one of whose functions (or lambdas) takes a parameter named ``generator`` (a
+pipeline attribute or parameter called may be the module's own class, drawing with it on its
+own device), a generator also given to torch (``torch.randn(..., generator=gen)`` needs a
+generator on the tensor's device), to a function or class of the module (it may do the same),
+returned or stored (``self.gen = gen``), a module-level generator (another module may import
+it), and a module importing nothing from diffusers. Not seen from the module: a pipeline (a
+community one, another module's class) that draws with the generator on its own device instead of calling ``randn_tensor``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def only_seeds_a_pipeline(node: ast.IfExp, ctx: Context) -> bool:
     if len(chain) < 3 or not _generator_device(node, chain[-1], ctx):
         return False
     if not any((target or "").startswith("diffusers") for _, target in ctx.imported):
+        return False
+    if any(
+        isinstance(a, ast.arg) and a.arg == "generator" for a in ast.walk(ctx.tree)
+    ):  # the module's own code takes a generator: a pipeline called may be its own
         return False
     made, i = chain[-1], len(chain) - 1
     seed = chain[i - 1]
