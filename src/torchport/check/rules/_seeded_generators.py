@@ -27,7 +27,8 @@ own device), a generator also given to torch (``torch.randn(..., generator=gen)`
 generator on the tensor's device), to a function or class of the module (it may do the same),
 returned or stored (``self.gen = gen``), a module-level generator (another module may import
 it), and a module importing nothing from diffusers. Not seen from the module: a pipeline (a
-community one, another module's class) that draws with the generator on its own device instead of calling ``randn_tensor``.
+community one, another module's class) that draws with the generator on its own device
+instead of calling ``randn_tensor``.
 """
 
 from __future__ import annotations
