@@ -31,9 +31,10 @@ Python file naming it is parsed and every mention of the name must be one of:
   ``isinstance``/``issubclass`` (none calls it), a keyword argument's name.
 
 The defining module's own ``__all__`` (a list or tuple of strings bound or ``+=`` at its top)
-is no escape: it says what ``from mod import *`` binds, and a file so importing it mentions
-the name where it calls it, which is asked as above (held-out sample AD, pos 85 and 89: the
-fake-video refactor lists ``train_residual_head`` and ``evaluate_checkpoint`` in theirs).
+is no escape where a call must pass the parameter (not to :func:`never_called`): it says what
+``from mod import *`` binds, and a file so importing it mentions the name where it calls it,
+which is asked as above (held-out sample AD, pos 85 and 89: the fake-video refactor lists
+``train_residual_head`` and ``evaluate_checkpoint`` in theirs).
 Anything else escapes and keeps the finding: the name as a value (``return f``, ``map(f, xs)``,
 ``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string spelling it (another
 module's ``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is not
@@ -284,7 +285,9 @@ class _Uses:
         if own and any(not _parsed_arguments(tree, name) for name in vars_of):
             called.add("vars")  # (asked of the defining module only: `_own_module`)
         self.parents = parents
-        self.listed = _exported(tree) if own else set()
+        # (asked only where a call must pass the parameter: to `never_called`, a name listed
+        # for export with no call anywhere is what the module offers outside, not dead code)
+        self.listed = _exported(tree) if own and self.param else set()
         if own and not self._own_module(tree, called):
             return None
         if called & {"eval", "exec"}:
