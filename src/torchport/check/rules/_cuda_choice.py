@@ -217,7 +217,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     past ``if not self.<flag>: return`` whose flag is
     bound once to a test saying CUDA (``_instance_flags``), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
-    code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
+    code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``), and a CUDA runtime
+    probe's own tensor (``_cuda_probes``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
@@ -236,7 +237,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
         cuda_is_the_subject,
     )
 
-    if cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
+    if cuda_is_the_subject(node, ctx) or benchmark_code(ctx) or _probes_cuda(node, ctx):
         return True
     if collected_by_a_test_runner(ctx) and (_fakes_tensors(ctx) or _tests_a_kernel(ctx)):
         return True
@@ -248,6 +249,15 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _probes_cuda(node: ast.AST, ctx: Context) -> bool:
+    """A CUDA runtime probe's own tensor (``rules/_cuda_probes.py``, read on first use)."""
+    if not ctx.mentions("is_available"):
+        return False
+    from torchport.check.rules._cuda_probes import probes_cuda
+
+    return probes_cuda(node, ctx)
 
 
 def _unread_global(node: ast.AST, ctx: Context) -> bool:

@@ -39,6 +39,12 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   finding. A module's global so read is left only where no other module may read it
   (``_unread_globals.only_shown_anywhere``: the module-level setting's invariant, text reads
   allowed; the choice at the module's top or in its ``if``/``with``/loop/``try`` blocks).
+* A choice that only places a seeded ``torch.Generator`` given to a diffusers pipeline
+  (``rules/_seeded_generators.py``; held-out sample AD's F8): a CPU generator serves a
+  pipeline on any device.
+* A choice a FastAPI route returns as a text field (``return Health(device=<choice>)``, a
+  pydantic model's ``str`` field, or a returned dict's value: ``rules/_web_responses.py``;
+  held-out sample AD's F2, pos 58).
 * A choice bound at a module's top to a name no code reads: the module never names it again
   and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
   AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
@@ -65,11 +71,34 @@ def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
         or _asserted_cuda(node, ctx)
         or (
             isinstance(node, ast.IfExp)
-            and (_names_the_gpu(node.body, ctx) or _only_shown(node, ctx))
+            and (
+                _names_the_gpu(node.body, ctx)
+                or _only_shown(node, ctx)
+                or _only_seeds_a_pipeline(node, ctx)
+                or _only_a_response_field(node, ctx)
+            )
         )
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
         or _unread_global(node, ctx)
     )
+
+
+def _only_seeds_a_pipeline(node: ast.IfExp, ctx: Context) -> bool:
+    """``rules/_seeded_generators.py``, read on first use (a file naming ``Generator``)."""
+    if not ctx.mentions("Generator"):
+        return False
+    from torchport.check.rules._seeded_generators import only_seeds_a_pipeline
+
+    return only_seeds_a_pipeline(node, ctx)
+
+
+def _only_a_response_field(node: ast.IfExp, ctx: Context) -> bool:
+    """``rules/_web_responses.py``, read on first use (a file naming ``fastapi``)."""
+    if not ctx.mentions("fastapi"):
+        return False
+    from torchport.check.rules._web_responses import only_a_response_field
+
+    return only_a_response_field(node, ctx)
 
 
 def _unread_global(node: ast.If | ast.IfExp, ctx: Context) -> bool:

@@ -30,18 +30,23 @@ Python file naming it is parsed and every mention of the name must be one of:
 * a definition of another function or class of the same name, an annotation, the type in
   ``isinstance``/``issubclass`` (none calls it), a keyword argument's name.
 
-Anything else escapes and keeps the finding: the name as a value (``return f``,
-``map(f, xs)``, ``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string
-spelling it (``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is
-not Python (a YAML config building it by name, a notebook, a README showing a call), a
-Python file that does not parse or that calls ``eval``/``exec``, and the module itself used
-as a value anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define
-it once at module level and call no ``eval``/``exec``/``globals``/``locals``/``vars`` (but
-``vars(args)`` of ``args = parser.parse_args(...)``, ``parser = argparse.ArgumentParser(...)``,
-each bound no other way: an ``argparse`` namespace, none of the module's names). Not
-seen, so not kept: a call made from a string assembled at run time or given from outside
-the repository (a command-line ``--model Renderer`` read by ``getattr(importlib.import_module(
-m), name)``), a caller behind a symbolic link to a folder.
+The defining module's own ``__all__`` (a list or tuple of strings bound or ``+=`` at its top)
+is no escape where a call must pass the parameter (not to :func:`never_called`): it says what
+``from mod import *`` binds, and a file so importing it mentions the name where it calls it,
+which is asked as above (held-out sample AD, pos 85 and 89: the fake-video refactor lists
+``train_residual_head`` and ``evaluate_checkpoint`` in theirs).
+Anything else escapes and keeps the finding: the name as a value (``return f``, ``map(f, xs)``,
+``h = f``, a subclass ``class B(F)``, a registry ``{"f": f}``), a string spelling it (another
+module's ``__all__``, ``getattr(m, "f")``, ``"pkg.mod.f"``), a mention in a file that is not
+Python (a YAML config building it by name, a notebook, a README showing a call), a Python file
+that does not parse or that calls ``eval``/``exec``, and the module itself used as a value
+anywhere (``getattr(mod, name)``, ``vars(mod)``). The file defining it must define it once at
+module level and call no ``eval``/``exec``/``globals``/``locals``/``vars`` (but ``vars(args)``
+of ``args = parser.parse_args(...)``, ``parser = argparse.ArgumentParser(...)``, each bound no
+other way: an ``argparse`` namespace, none of the module's names). Not seen, so not kept: a
+call made from a string assembled at run time or given from outside the repository (a
+command-line ``--model Renderer`` read by ``getattr(importlib.import_module( m), name)``), a
+caller behind a symbolic link to a folder.
 
 The repository's texts are read once per run (and kept with the paths they rest on for
 the check cache: ``check/_listing.remembered``); a repository of more than ``_MOST_FILES``
@@ -280,6 +285,9 @@ class _Uses:
         if own and any(not _parsed_arguments(tree, name) for name in vars_of):
             called.add("vars")  # (asked of the defining module only: `_own_module`)
         self.parents = parents
+        # (asked only where a call must pass the parameter: to `never_called`, a name listed
+        # for export with no call anywhere is what the module offers outside, not dead code)
+        self.listed = _exported(tree) if own and self.param else set()
         if own and not self._own_module(tree, called):
             return None
         if called & {"eval", "exec"}:
@@ -327,6 +335,7 @@ class _Uses:
             and isinstance(node.value, str)
             and self.spelled.fullmatch(node.value)
             and not self._annotation(node)
+            and id(node) not in self.listed
         ):
             return None  # `"f"`, `"pkg.mod.f"`: reached by a string
         return 0
@@ -360,6 +369,24 @@ class _Uses:
                 return True
             if isinstance(node, (ast.stmt, ast.Lambda)):
                 return False
+
+
+def _exported(tree: ast.Module) -> set[int]:
+    """The strings of the module's own ``__all__`` (``__all__ = [...]``, ``+=``, at its top):
+    they name what ``from mod import *`` binds, and such an importer's every mention of the
+    name is asked like any other (held-out sample AD, pos 85 and 89)."""
+    found: set[int] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target: ast.expr = stmt.targets[0]
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            target = stmt.target
+        else:
+            continue
+        value = stmt.value
+        if getattr(target, "id", None) == "__all__" and isinstance(value, (ast.List, ast.Tuple)):
+            found |= {id(e) for e in value.elts if isinstance(e, ast.Constant)}
+    return found
 
 
 def _vars_of_name(call: ast.Call) -> bool:

@@ -28,8 +28,9 @@ Read so (any doubt: the module may be installed):
   ``data_files=`` is absent.
 
 A found package's folder is taken both under ``where`` and under ``package_dir``'s folder
-(the two may differ; both count). A ``pyproject.toml`` or ``setup.cfg`` alone keeps the
-module installable (not read). Beside a ``setup.py`` each is read only to see that it leaves
+(the two may differ; both count). A ``setup.cfg`` alone keeps the module
+installable (not read); a ``pyproject.toml`` alone is read by ``rules/_pyproject_packages.py``
+(its ``[tool.setuptools]``). Beside a ``setup.py`` each is read only to see that it leaves
 what ships to it (LoRA's ``examples/NLU`` has ``[tool.black]`` and ``[isort]``/``[flake8]``):
 a ``pyproject.toml`` with no ``[project]`` table, no ``[tool.setuptools]`` and a setuptools
 build backend (or none), a ``setup.cfg`` with no ``[metadata]`` or ``[options...]`` section
@@ -43,6 +44,12 @@ import ast
 import os
 
 from torchport.check._listing import note, remembered
+from torchport.check.rules._pyproject_packages import (
+    _SETUPTOOLS,
+    _below,
+    _found,
+    pyproject_may_ship,
+)
 
 __all__ = ["shipped_module"]
 
@@ -51,7 +58,6 @@ _SETUPS = frozenset({"setuptools", "distutils.core"})
 _FINDERS = frozenset({"find_packages", "find_namespace_packages"})
 _WANTED = _FINDERS | {"setup"}
 _KNOWN = frozenset({"packages", "package_dir", "py_modules", "data_files"})
-_SETUPTOOLS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
 _SEEN: dict[object, object] = {}  # remembered answers, per setup.py and module
 
 
@@ -67,15 +73,23 @@ def shipped_module(path: str, root: str) -> bool:
             note(os.path.join(folder, marker))
             if os.path.isfile(os.path.join(folder, marker)):
                 found.append(marker)
-        if found and ("setup.py" not in found or _ships(folder, path)):
+        if found and _ships(folder, path, found):
             return True
         if folder == root or os.path.dirname(folder) == folder:
             return False
         folder = os.path.dirname(folder)
 
 
-def _ships(folder: str, path: str) -> bool:
-    return bool(remembered(_SEEN, (folder, path), lambda: _may_ship(folder, path)))
+def _ships(folder: str, path: str, found: list[str]) -> bool:
+    """Whether the packaging files ``found`` in ``folder`` may ship the module at ``path``:
+    a ``setup.py``'s arguments, else a ``pyproject.toml``'s ``[tool.setuptools]``, else (a
+    ``setup.cfg`` alone, not read) it may."""
+    if "setup.py" in found:
+        return bool(remembered(_SEEN, (folder, path), lambda: _may_ship(folder, path)))
+    if "pyproject.toml" in found:
+        key = ("pyproject", folder, path)
+        return bool(remembered(_SEEN, key, lambda: pyproject_may_ship(folder, path)))
+    return True
 
 
 def _may_ship(folder: str, path: str) -> bool:
@@ -239,19 +253,3 @@ def _in_packages(
     if finder == "find_namespace_packages":
         return any(_below(here, top) and here != top for top in tops)
     return any(_found(top, here) for top in tops)
-
-
-def _below(here: str, top: str) -> bool:
-    return here == top or here.startswith(top.rstrip(os.sep) + os.sep)
-
-
-def _found(top: str, here: str) -> bool:
-    """Whether ``find_packages`` under ``top`` may ship the folder ``here``: it is, or is
-    below, a folder right below ``top`` holding an ``__init__.py`` with no dot in its name
-    (a top-level package; a folder below one that is no package may ride along as
-    package data, ``include_package_data``)."""
-    if not _below(here, top) or here == top:
-        return False
-    first = os.path.relpath(here, top).split(os.sep)[0]
-    note(os.path.join(top, first, "__init__.py"))
-    return "." not in first and os.path.isfile(os.path.join(top, first, "__init__.py"))

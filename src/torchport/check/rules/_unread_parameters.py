@@ -27,6 +27,15 @@ The invariant, each point needed (any doubt: read, and the default is reported):
   the argument itself (a wrapper binding the signature and using ``device``); for a class's
   method, the class has no decorator and no keyword (a metaclass) either.
 
+A parameter rebound before any read reads nothing of its caller's either (held-out sample AD,
+pos 62: neural-compressor's HQQ ``optimize_weights_proximal_legacy(..., device="cuda")``, whose
+body sets ``device = auto_detect_accelerator().current_device()`` before naming it): a
+statement at the body's top (not inside an ``if``, loop, ``with`` or ``try``: every run
+passes it) that is ``param = value``, ``param: T = value`` or a tuple or list target holding
+``param`` itself (not starred), ``value`` and the other targets naming ``param`` nowhere and
+no frame reader, and no statement before it naming ``param`` in any way (the points above).
+An ``param += 1``, a rebinding under a test, or one after a read keeps the default reported.
+
 A skeleton reads nothing either (held-out sample AB, reinforcement_balance's Perception
 scripts: ``def annotate(..., device="cuda")`` whose body is a docstring and ``raise
 NotImplementedError("annotate_with_sam2 is a skeleton")``): a body that is at most a
@@ -83,6 +92,8 @@ def never_read(
     if _skeleton(func, ctx):
         return True
     for stmt in func.body:
+        if _rebinds(stmt, param):
+            return True  # nothing before it named the parameter: the default is never read
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and (node.id == param or node.id in _FRAME_READERS):
                 return False
@@ -92,6 +103,33 @@ def never_read(
                 return False  # a nested function's own `param`: read or not, doubt
             if isinstance(node, (ast.Global, ast.Nonlocal)) and param in node.names:
                 return False
+    return True
+
+
+def _rebinds(stmt: ast.stmt, param: str) -> bool:
+    """``stmt`` is ``param = value`` (or ``param: T = value``, ``a, param = value``) at the
+    body's top, naming ``param`` nowhere else and calling no frame reader."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and stmt.simple:
+        targets = [stmt.target]
+    else:
+        return False
+    bound = [
+        t
+        for target in targets
+        for t in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])
+        if isinstance(t, ast.Name) and t.id == param
+    ]
+    if not bound:
+        return False
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and (
+            node.id in _FRAME_READERS or (node.id == param and not any(node is b for b in bound))
+        ):
+            return False  # `param = f(param)`, `x[param] = param = v`, `param = locals()`
+        if isinstance(node, ast.Attribute) and node.attr in _FRAME_READERS:
+            return False
     return True
 
 

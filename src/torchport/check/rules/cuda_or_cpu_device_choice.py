@@ -41,7 +41,9 @@ class CudaOrCpuDeviceChoice(Rule):
     what the choice places with worker processes (`model.share_memory()`,
     `Process(args=(model,))`): Horovod's collectives and `torch.multiprocessing` take CPU or CUDA
     tensors only. So are a choice the next statement binds over unread, one in a build script,
-    and `if use_cuda:` on the function's own parameter over NVTX marks only (`_idle_choices`).
+    and `if use_cuda:` on the function's own parameter over NVTX marks only (`_idle_choices`),
+    a choice that only places a seeded `torch.Generator` given to a diffusers pipeline (a CPU
+    generator serves any device), and one a FastAPI route returns as a text field.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs everywhere. But it

@@ -41,11 +41,11 @@ class HardCodedCuda(Rule):
     marked or skipped for it or its GPU architecture, asserting it first, naming two GPUs,
     starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`),
     a default every call of the function passes (its repository's, `rules/_passed_defaults.py`)
-    or no code reads (`rules/_unread_parameters.py`, `_unread_options.py`), benchmark code (a
-    `bm_*` file or function, a test's timing closure, a timing program), a class's own
-    `cuda()` method, and code in the arm of a device check where CUDA is there (`if device.type
-    == "cuda":`, any case, `if torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`):
-    ported, or TP109's choice, except a move in code that carries its device (`self.device`).
+    or no code reads (or rebinds first), a CUDA probe's own tensor, benchmark code (a `bm_*`
+    file or function, a test's timing closure, a timing program), a class's own `cuda()` method,
+    and code in the arm of a device check where CUDA is there (`if device.type == "cuda":`, any
+    case, `if torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`): ported, or
+    TP109's choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an Apple (MPS), Intel
