@@ -34,7 +34,7 @@ def parameters(lam: ast.Lambda) -> set[str]:
 
 def followed_lambdas(tree: ast.AST, parents: dict[int, ast.AST]) -> set[int]:
     """The ids of the file's lambdas whose every call the port sees: called where they are
-    written, or the one value of a name bound once and read only to be called."""
+    written, or the value of a name bound once and read only to be called."""
     bound: dict[str, int] = {}
     handed_on: set[str] = set()
     lambdas: list[ast.Lambda] = []
