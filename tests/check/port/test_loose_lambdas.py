@@ -9,7 +9,9 @@ at the lambda on any accelerator (issue 31). So did a tensor made as a parameter
 combines with its parameter is moved only where every call of the lambda is seen and hands
 it device values (bound to a name only called, or called where it is written), else
 reported (TP503, on the lambda's line); a loose lambda's parameter that meets the model or a
-device value is reported (TP523). A ``def`` of the same shape, called by name, is drawn beside.
+device value is reported (TP523). A ``def`` of the same shape is drawn beside: one handed on
+the same ways is reported as its lambda is (TP503; a parameter that meets the model: TP520,
+as before).
 
 The oracle: each original on the CPU, then its port on the simulated accelerator (no CUDA
 redirect) in one child; a port with nothing left must run to its end with the original's
@@ -104,6 +106,13 @@ def _program(form: str, body: str, called: str, as_def: bool, in_main: bool) -> 
     return head + "".join(f"{b}\n" for b in lines)
 
 
+def _lines_of(source: str, held: str) -> set[int]:
+    """The lines of the lambda (``held``: "lambda t") or of the def ("def f(") and its body."""
+    lines = source.splitlines()
+    found = {i + 1 for i, line in enumerate(lines) if held in line}
+    return found | {n + 1 for n in found if held.startswith("def") and n < len(lines)}
+
+
 def _expected_devices(form: str, body: str, called: str) -> list[str]:
     values = _values(body, called)
     if body == "runs the model":
@@ -122,6 +131,7 @@ CASE = st.tuples(
 _EACH = [(form, "ones", "the model's output", False, False) for form in FOLLOWED[1:] + LOOSE]
 _EACH += [("named", "a default", "twice on the device", False, True)]
 _EACH += [(form, "runs the model", "twice on the device", False, False) for form in LOOSE[:3]]
+_EACH += [(form, "ones", "the model's output", True, False) for form in LOOSE]  # a def handed on
 
 
 # (no shrinking: each example is a child's run; a failure prints its whole table)
@@ -139,13 +149,12 @@ def test_a_lambda_not_only_called_by_name_is_followed_or_reported(
         assert port_text(ported.source).source == ported.source, case  # idempotent
         left = [(f.code, f.line) for f in ported.remaining]
         host_copy = CALLED[called][1] and body != "runs the model"
-        if as_def and form in LOOSE:
-            continue  # a def handed on: not this issue's (see RESULTS.md, issue 31 p31l)
         if form in LOOSE or (host_copy and form == "named" and not as_def):
-            lines = [i + 1 for i, s in enumerate(ported.source.splitlines()) if "lambda t" in s]
-            code = "TP523" if body == "runs the model" else "TP503"
+            held = "def f(" if as_def else "lambda t"
+            lines = _lines_of(ported.source, held)
+            code = "TP503" if body != "runs the model" else "TP520" if as_def else "TP523"
             assert left and {c for c, _ in left} == {code}, (case, ported.remaining, source)
-            assert {n for _, n in left} <= set(lines), (case, left, lines)  # the lambda's line
+            assert {n for _, n in left} <= lines, (case, left, lines)  # the lambda's (the def's)
             assert "error" in run, (case, run, ported.source)  # the leftover is real
             continue
         # moved (every call seen, handed device values), or moved where it meets (a def)

@@ -24,7 +24,13 @@ from collections.abc import Iterator
 from torchport.check.port._calls import grad_leaf, grad_maker, grad_source, is_move
 from torchport.check.port._device_flow import PortScope
 from torchport.check.port._guesses import known_on_device
-from torchport.check.port._lambdas import loose_where, made_beside, parameters
+from torchport.check.port._lambdas import (
+    handed_on,
+    loose_message,
+    loose_where,
+    made_beside,
+    parameters,
+)
 from torchport.check.port._models import QualName
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -92,8 +98,9 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
 
 
 def mark_loose(facts: PortFacts, scope: PortScope) -> None:
-    """Mark what the loose lambdas of ``scope`` make beside their parameters (``_lambdas``):
-    reported, never moved, where the file holds a device value or a model."""
+    """Mark what the loose lambdas of ``scope`` make beside their parameters (``_lambdas``),
+    and ``scope``'s own if it is a function handed on: reported, never moved, where the file
+    holds a device value or a model."""
     flow, module = facts.flow, facts.module
     if not (scope.values or scope.models or module.values or module.models):
         return
@@ -101,8 +108,21 @@ def mark_loose(facts: PortFacts, scope: PortScope) -> None:
         if not isinstance(lam, ast.Lambda) or id(lam) in flow.followed:
             continue
         for made, meeting in made_beside(lam, facts.ctx.qualname):
-            flow.loose[id(meeting)] = loose_where(lam, facts.parents)
+            where = loose_where(lam, facts.parents)
+            flow.loose[id(meeting)] = loose_message(meeting, "a lambda", where)
             flow._meet(made, facts.scope_of.get(id(made)) or scope, meeting)
+    func = scope.node  # a function of the file handed on (`map(f, outs)`): as a loose lambda
+    if not isinstance(func, _FUNCTIONS) or scope.cls is not None:
+        return
+    load = handed_on(facts.loads_of(func.name), facts.parents)
+    if load is None:
+        return
+    for made, meeting in made_beside(func, facts.ctx.qualname):
+        made_in = facts.scope_of.get(id(made)) or scope
+        if id(made) not in made_in.sink_nodes and id(made) not in made_in.reach_values:
+            where = loose_where(load, facts.parents)  # (else moved: by its calls)
+            flow.loose[id(meeting)] = loose_message(meeting, f"`{func.name}`", where)
+            flow._meet(made, made_in, meeting)
 
 
 def _always_given_device(facts: PortFacts, func: ast.expr, body: ast.AST) -> bool:

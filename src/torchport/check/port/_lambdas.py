@@ -23,11 +23,22 @@ from collections.abc import Callable
 
 from torchport.check.port._calls import CREATORS
 
-__all__ = ["followed_lambdas", "held_parameters", "loose_where", "made_beside", "parameters"]
+__all__ = [
+    "followed_lambdas",
+    "handed_on",
+    "held_parameters",
+    "loose_message",
+    "loose_where",
+    "made_beside",
+    "parameters",
+]
 
 
-def parameters(lam: ast.Lambda) -> set[str]:
-    """The names a lambda binds: its parameters."""
+_Callable = ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def parameters(lam: _Callable) -> set[str]:
+    """The names a lambda (or a function) binds as its parameters."""
     a = lam.args
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
 
@@ -78,7 +89,7 @@ def held_parameters(nodes: list[ast.AST], followed: set[int]) -> dict[int, bool]
 
 
 def made_beside(
-    lam: ast.Lambda, qualname: Callable[[ast.expr], str | None]
+    lam: _Callable, qualname: Callable[[ast.expr], str | None]
 ) -> list[tuple[ast.Call, ast.BinOp | ast.Compare]]:
     """Tensors a lambda makes with a torch factory and combines with one of its parameters
     (``t * torch.ones(3)``, ``torch.cat([t, torch.zeros(1)])`` read as the operands of an
@@ -96,7 +107,8 @@ def made_beside(
         if isinstance(d, ast.Call) and qualname(d.func) in CREATORS
     }
     found: list[tuple[ast.Call, ast.BinOp | ast.Compare]] = []
-    for node in ast.walk(lam.body):
+    body = lam.body if isinstance(lam.body, list) else [lam.body]
+    for node in (n for part in body for n in ast.walk(part)):
         if isinstance(node, ast.BinOp):
             operands = [node.left, node.right]
         elif isinstance(node, ast.Compare):
@@ -114,8 +126,19 @@ def made_beside(
     return found
 
 
-def loose_where(lam: ast.Lambda, parents: dict[int, ast.AST]) -> str:
-    """Where a loose lambda goes, for messages: "handed to `map()`", "kept in a list" ..."""
+def handed_on(loads: list[ast.Name], parents: dict[int, ast.AST]) -> ast.Name | None:
+    """A read of a function's name (``loads``: every read of it) that hands it on rather
+    than call it (``map(f, outs)``, ``fs = [f]``): the calls it then meets are not seen."""
+    for load in loads:
+        up = parents.get(id(load))
+        if not (isinstance(up, ast.Call) and up.func is load):
+            return load
+    return None
+
+
+def loose_where(lam: ast.AST, parents: dict[int, ast.AST]) -> str:
+    """Where a loose lambda (or a function's name handed on) goes, for messages: "handed to
+    `map()`", "kept in a list" ..."""
     up = parents.get(id(lam))
     if isinstance(up, ast.keyword):
         up = parents.get(id(up))
@@ -128,3 +151,16 @@ def loose_where(lam: ast.Lambda, parents: dict[int, ast.AST]) -> str:
     if isinstance(up, ast.Assign) and all(isinstance(t, ast.Name) for t in up.targets):
         return f"bound to `{ast.unparse(up.targets[0])}`, which the code hands on or rebinds"
     return "kept where the port does not follow its calls"
+
+
+def loose_message(meeting: ast.BinOp | ast.Compare, held: str, where: str) -> str:
+    """The tail of TP503's message for a tensor ``meeting`` a parameter of ``held`` (a lambda,
+    a function) that goes ``where`` (:func:`loose_where`)."""
+    operands = [meeting.left, meeting.right] if isinstance(meeting, ast.BinOp) else []
+    if isinstance(meeting, ast.Compare):
+        operands = [meeting.left, *meeting.comparators]
+    param = next((o.id for o in operands if isinstance(o, ast.Name)), "t")
+    return (
+        f"what {held} {where} is handed: the port cannot tell whether that is on the device, "
+        f"and does not move the tensor; move it with `.to({param}.device)` where it meets `{param}`"
+    )
