@@ -21,16 +21,23 @@ import ast
 import weakref
 from collections.abc import Iterator
 
-from torchport.check.port._calls import CREATORS, grad_leaf, grad_maker, grad_source, is_move
+from torchport.check.port._calls import grad_leaf, grad_maker, grad_source, is_move
 from torchport.check.port._device_flow import PortScope
 from torchport.check.port._guesses import known_on_device
+from torchport.check.port._lambdas import (
+    handed_on,
+    loose_message,
+    loose_where,
+    made_beside,
+    parameters,
+)
 from torchport.check.port._models import QualName
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["grad_leaves", "mark_captured", "mark_model_state"]
+__all__ = ["grad_leaves", "mark_captured", "mark_loose", "mark_model_state"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _REGISTERS = frozenset({"register_buffer", "register_parameter"})
@@ -40,10 +47,20 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
     """Add what the callees ``scope`` calls capture to the reach (see the module docstring)."""
     mark_model_state(facts, scope)
     flow = facts.flow
+    mark_loose(facts, scope)
     for node in scope.nodes:
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        if not isinstance(node, ast.Call):
             continue
-        callee = _callee_body(facts, node.func, scope)
+        if isinstance(node.func, ast.Lambda):  # `(lambda t: ...)(y)`: its one call
+            callee: tuple[ast.AST, set[str], PortScope] | None = (
+                node.func.body,
+                parameters(node.func),
+                scope,
+            )
+        elif isinstance(node.func, ast.Name):
+            callee = _callee_body(facts, node.func, scope)
+        else:
+            continue
         if callee is None:
             continue
         body, own, outer = callee
@@ -65,19 +82,54 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
                 holder = outer if n.id in outer.local else facts.module
                 if n.id not in holder.models and n.id not in facts.functions:
                     (holder.reach if known else holder.guess_reach).add(n.id)
-        if isinstance(body, ast.expr):  # `lambda t: t * torch.ones(3)`: made where it meets t
+        lam = facts.parents.get(id(body))
+        # `lambda t: t * torch.ones(3)`: made where it meets t (a loose one's: `mark_loose`)
+        if isinstance(lam, ast.Lambda) and id(lam) in flow.followed:
             # moved where it is made only where every call hands the lambda device values
             # (one handed a `.cpu()` copy too would meet a device tensor there): else reported
-            beside = _made_beside(facts, body, own)  # (first: the file-wide scan only for these)
-            moved = bool(beside) and known and _always_given_device(facts, node.func.id, body)
+            beside = made_beside(lam, facts.ctx.qualname)  # (first: the file-wide scan after)
+            moved = (
+                bool(beside)
+                and known
+                and (node.func is lam or _always_given_device(facts, node.func, body))
+            )
             for made, meeting in beside:
                 flow._meet(made, facts.scope_of.get(id(made)) or scope, None if moved else meeting)
 
 
-def _always_given_device(facts: PortFacts, name: str, body: ast.expr) -> bool:
+def mark_loose(facts: PortFacts, scope: PortScope) -> None:
+    """Mark what the loose lambdas of ``scope`` make beside their parameters (``_lambdas``),
+    and ``scope``'s own if it is a function handed on: reported, never moved, where the file
+    holds a device value or a model."""
+    flow, module = facts.flow, facts.module
+    if not (scope.values or scope.models or module.values or module.models):
+        return
+    for lam in scope.nodes:
+        if not isinstance(lam, ast.Lambda) or id(lam) in flow.followed:
+            continue
+        for made, meeting in made_beside(lam, facts.ctx.qualname):
+            where = loose_where(lam, facts.parents)
+            flow.loose[id(meeting)] = loose_message(meeting, "a lambda", where)
+            flow._meet(made, facts.scope_of.get(id(made)) or scope, meeting)
+    func = scope.node  # a function of the file handed on (`map(f, outs)`): as a loose lambda
+    if not isinstance(func, _FUNCTIONS) or scope.cls is not None:
+        return
+    load = handed_on(facts.loads_of(func.name), facts.parents)
+    if load is None:
+        return
+    for made, meeting in made_beside(func, facts.ctx.qualname):
+        made_in = facts.scope_of.get(id(made)) or scope
+        if id(made) not in made_in.sink_nodes and id(made) not in made_in.reach_values:
+            where = loose_where(load, facts.parents)  # (else moved: by its calls)
+            flow.loose[id(meeting)] = loose_message(meeting, f"`{func.name}`", where)
+            flow._meet(made, made_in, meeting)
+
+
+def _always_given_device(facts: PortFacts, func: ast.expr, body: ast.AST) -> bool:
     """Whether every call of ``name`` in the file that runs the lambda ``body`` hands it
     only device values (what the flow knows so far; a call it does not yet: not always)."""
     flow = facts.flow
+    name = func.id if isinstance(func, ast.Name) else None
     for scope in facts.scopes:
         for node in scope.nodes:
             if not (
@@ -93,31 +145,6 @@ def _always_given_device(facts: PortFacts, name: str, body: ast.expr) -> bool:
             if not args or not all(known_on_device(flow, a, scope) for a in args):
                 return False
     return True
-
-
-def _made_beside(
-    facts: PortFacts, body: ast.expr, own: set[str]
-) -> list[tuple[ast.Call, ast.BinOp | ast.Compare]]:
-    """Tensors a lambda's body makes with a torch factory (``torch.ones(3)``) and combines
-    with one of its own parameters (``t * torch.ones(3)``, ``torch.cat([t, torch.zeros(1)])``
-    read as the operands of an arithmetic or comparison): they meet what it is given, each
-    with the expression where they meet."""
-    found: list[tuple[ast.Call, ast.BinOp | ast.Compare]] = []
-    for node in ast.walk(body):
-        if isinstance(node, ast.BinOp):
-            operands = [node.left, node.right]
-        elif isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-        else:
-            continue
-        if not any(isinstance(o, ast.Name) and o.id in own for o in operands):
-            continue
-        found += [
-            (o, node)
-            for o in operands
-            if isinstance(o, ast.Call) and facts.ctx.qualname(o.func) in CREATORS
-        ]
-    return found
 
 
 def _moved_where_read(facts: PortFacts, read: ast.Name) -> bool:
@@ -230,10 +257,7 @@ def _callee_body(
     where = scope if func.id in scope.local else facts.module
     values = where.values_of(func.id)
     if len(values) == 1 and isinstance(values[0], ast.Lambda):
-        lam = values[0]
-        a = lam.args
-        own = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
-        return lam.body, own, where
+        return values[0].body, parameters(values[0]), where
     for inner in _functions_named(facts).get(func.id, ()):
         node = inner.node
         if (

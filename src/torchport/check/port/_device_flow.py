@@ -35,6 +35,7 @@ from torchport.check.port._collected import (
 )
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
+from torchport.check.port._lambdas import held_parameters
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
@@ -168,6 +169,8 @@ class DeviceFlow:
         # (operand, scope, where it meets only guessed device values): reported (_guesses).
         self.guesses: list[tuple[ast.expr, PortScope, ast.AST]] = []
         self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
+        self.followed: set[int] = set()  # lambdas whose calls are seen, and of loose ones'
+        self.loose: dict[int, str] = {}  # meetings, by id, where they go (_lambdas)
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -367,18 +370,15 @@ class DeviceFlow:
                 ) and not self.on_device(value, scope):
                     known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
                     self._meet(value, scope, None if known else value)
-        lambda_params = {
-            p.arg
-            for node in scope.nodes
-            if isinstance(node, ast.Lambda)
-            for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
-        }
+        held = held_parameters(scope.nodes, self.followed)  # a lambda's own parameters
         for node in [n for n in scope.nodes if n.__class__ in _COMBINE]:  # (others: none)
             operands = self.operands_of(node, scope)
             meeting = node if operands and guessed and not meets_known(self, node, scope) else None
             for operand in operands:
-                if isinstance(operand, ast.Name) and operand.id in lambda_params:
-                    continue  # what a lambda is called with: its call sites answer (_captured)
+                if id(operand) in held:  # its calls answer (_captures); a loose one's: reported
+                    if held[id(operand)]:  # (TP523; not marked: no name of the scope it is)
+                        self.operands.append((operand, scope))
+                    continue
                 self._meet(operand, scope, meeting)
         self.propagate(scope)
         self.propagate(scope, guess=True)

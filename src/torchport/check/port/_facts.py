@@ -53,6 +53,7 @@ from torchport.check.port._device_name import DeviceName
 from torchport.check.port._global_values import share_globals
 from torchport.check.port._guesses import share_with_module
 from torchport.check.port._instances import HostMethods, converted_inputs
+from torchport.check.port._lambdas import followed_lambdas
 from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._module_functions import own_tensor_functions
@@ -138,6 +139,7 @@ class PortFacts:
         self._find_models()
         # What the program's own device choices govern (`DeviceName.kept_for`): its call graph.
         self.device_name.calls = [(c[1].node, c[3].node) for c in self._own_calls]
+        self.flow.followed = followed_lambdas(tree, self.parents)  # (`_lambdas`)
         raw = run_flow(self, self._own_calls)  # (hand-trained weights: raw_parameters)
         share_globals(self)  # and those functions leave in the module's names
         for scope in self.scopes:

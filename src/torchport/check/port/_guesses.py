@@ -141,6 +141,9 @@ def guess_message(flow: DeviceFlow, made: ast.AST, names: set[str]) -> str:
     meeting = meetings[0] if meetings else (flow.guesses[0][2] if flow.guesses else made)
     text = ast.unparse(meeting)
     text = text if len(text) <= 60 else text[:57] + "..."
+    loose = flow.loose.get(id(meeting))  # a lambda whose calls the port does not see
+    if loose:
+        return f"this tensor meets, at `{text}`, {loose}"
     return (
         f"this tensor meets, at `{text}`, a value only some of the program's paths put on "
         "the device (a parameter some callers give host data, or an item unpacked from a "

@@ -36,6 +36,7 @@ from torchport.check.port._class_factories import object_factory, record_class
 from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._lambdas import loose_where
 from torchport.check.port._script_placement import ScriptPlacement, step_scalar
 from torchport.check.port._tensor_attributes import TENSOR_ATTRIBUTES
 from torchport.check.semantic import Binding, BindingKind
@@ -315,6 +316,11 @@ class Origins:
                 return self.of(holder.value)
         if b.kind is BindingKind.PARAMETER and isinstance(anchor, ast.FunctionDef):
             return self._arguments(anchor, b, name)
+        if b.kind is BindingKind.PARAMETER and isinstance(anchor, ast.Lambda):  # a loose one's
+            where = (
+                f"`{name.id}`, the parameter of a lambda {loose_where(anchor, self.facts.parents)}"
+            )
+            return [Origin(b.node, where, library=False)]
         if self._moved_by_code(b, anchor):
             return []  # a batch the code moves itself (`x = x.to(device)` in the loop)
         if isinstance(anchor, ast.Assign):

@@ -1,0 +1,166 @@
+"""Lambdas the port follows to their calls, and the loose ones it reports (issue 31).
+
+A lambda bound to a name the code only calls (``f = lambda t: t * w`` then
+``f(model(x))``), or called where it is written (``(lambda t: t * w)(model(x))``), is
+handed what those calls hand it: ``_captures`` follows them. Any other lambda is *loose*:
+kept in a list or a dict (``fs = [lambda t: ...]``, ``ops["scale"](y)``), handed to a
+function (``map(lambda t: ..., outs)``, ``sorted(xs, key=...)``, ``apply(f, y)``), or bound
+to a name the code hands on (``map(f, outs)``). What a loose lambda is handed the port
+cannot tell from the code.
+
+The invariant: a tensor a lambda makes (in its body, or as a parameter's default:
+``lambda t, w=torch.ones(2): t * w``) and combines with a parameter meets what the lambda
+is handed, so it is moved only where every call is followed and hands it device values,
+else reported (TP503); a parameter of a loose lambda that meets a device value or a model
+in its body (``map(lambda t: model(t), xs)``) is reported (TP523), never moved, never
+silent.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from torchport.check.port._calls import CREATORS
+
+__all__ = [
+    "followed_lambdas",
+    "handed_on",
+    "held_parameters",
+    "loose_message",
+    "loose_where",
+    "made_beside",
+    "parameters",
+]
+
+
+_Callable = ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def parameters(lam: _Callable) -> set[str]:
+    """The names a lambda (or a function) binds as its parameters."""
+    a = lam.args
+    return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+
+
+def followed_lambdas(tree: ast.AST, parents: dict[int, ast.AST]) -> set[int]:
+    """The ids of the file's lambdas whose every call the port sees: called where they are
+    written, or the value of a name bound once and read only to be called."""
+    bound: dict[str, int] = {}
+    handed_on: set[str] = set()
+    lambdas: list[ast.Lambda] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            lambdas.append(node)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            up = parents.get(id(node))
+            if not (isinstance(up, ast.Call) and up.func is node):
+                handed_on.add(node.id)  # `map(f, outs)`, `fs = [f]`, `g = f`
+        elif isinstance(node, ast.Name):
+            bound[node.id] = bound.get(node.id, 0) + 1
+    found: set[int] = set()
+    for lam in lambdas:
+        up = parents.get(id(lam))
+        if isinstance(up, ast.Call) and up.func is lam:
+            found.add(id(lam))  # `(lambda t: ...)(y)`
+        elif (
+            isinstance(up, ast.Assign)
+            and len(up.targets) == 1
+            and isinstance(name := up.targets[0], ast.Name)
+            and bound.get(name.id) == 1
+            and name.id not in handed_on
+        ):
+            found.add(id(lam))
+    return found
+
+
+def held_parameters(nodes: list[ast.AST], followed: set[int]) -> dict[int, bool]:
+    """For each read of a lambda's own parameter in its body (``t`` in ``lambda t: model(t)``),
+    by id: whether the lambda is loose (what its calls hand it answers for a followed one)."""
+    held: dict[int, bool] = {}
+    for lam in nodes:
+        if isinstance(lam, ast.Lambda):
+            own = parameters(lam)
+            loose = id(lam) not in followed
+            for n in ast.walk(lam.body):
+                if isinstance(n, ast.Name) and n.id in own:
+                    held[id(n)] = held.get(id(n), False) or loose
+    return held
+
+
+def made_beside(
+    lam: _Callable, qualname: Callable[[ast.expr], str | None]
+) -> list[tuple[ast.Call, ast.BinOp | ast.Compare]]:
+    """Tensors a lambda makes with a torch factory and combines with one of its parameters
+    (``t * torch.ones(3)``, ``torch.cat([t, torch.zeros(1)])`` read as the operands of an
+    arithmetic or comparison; or a parameter's default, ``w=torch.ones(3)`` where the body
+    reads ``t * w``): they meet what it is given, each with the expression where they meet."""
+    own = parameters(lam)
+    a = lam.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    firsts = positional[len(positional) - len(a.defaults) :]  # (the defaults are the last's)
+    defaults = dict(zip(firsts, a.defaults, strict=True))
+    defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d}
+    made = {
+        n: d
+        for n, d in defaults.items()
+        if isinstance(d, ast.Call) and qualname(d.func) in CREATORS
+    }
+    found: list[tuple[ast.Call, ast.BinOp | ast.Compare]] = []
+    body = lam.body if isinstance(lam.body, list) else [lam.body]
+    for node in (n for part in body for n in ast.walk(part)):
+        if isinstance(node, ast.BinOp):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        else:
+            continue
+        names = [o.id for o in operands if isinstance(o, ast.Name) and o.id in own]
+        if not names:
+            continue
+        found += [
+            (o, node) for o in operands if isinstance(o, ast.Call) and qualname(o.func) in CREATORS
+        ]
+        if len(names) > 1:  # `t * w` with `w=torch.ones(3)`: the default meets `t`
+            found += [(made[n], node) for n in names if n in made]
+    return found
+
+
+def handed_on(loads: list[ast.Name], parents: dict[int, ast.AST]) -> ast.Name | None:
+    """A read of a function's name (``loads``: every read of it) that hands it on rather
+    than call it (``map(f, outs)``, ``fs = [f]``): the calls it then meets are not seen."""
+    for load in loads:
+        up = parents.get(id(load))
+        if not (isinstance(up, ast.Call) and up.func is load):
+            return load
+    return None
+
+
+def loose_where(lam: ast.AST, parents: dict[int, ast.AST]) -> str:
+    """Where a loose lambda (or a function's name handed on) goes, for messages: "handed to
+    `map()`", "kept in a list" ..."""
+    up = parents.get(id(lam))
+    if isinstance(up, ast.keyword):
+        up = parents.get(id(up))
+    if isinstance(up, ast.Call):
+        return f"handed to `{ast.unparse(up.func)}()`"
+    if isinstance(up, ast.List | ast.Tuple | ast.Set):
+        return "kept in a list"
+    if isinstance(up, ast.Dict):
+        return "kept in a dict"
+    if isinstance(up, ast.Assign) and all(isinstance(t, ast.Name) for t in up.targets):
+        return f"bound to `{ast.unparse(up.targets[0])}`, which the code hands on or rebinds"
+    return "kept where the port does not follow its calls"
+
+
+def loose_message(meeting: ast.BinOp | ast.Compare, held: str, where: str) -> str:
+    """The tail of TP503's message for a tensor ``meeting`` a parameter of ``held`` (a lambda,
+    a function) that goes ``where`` (:func:`loose_where`)."""
+    operands = [meeting.left, meeting.right] if isinstance(meeting, ast.BinOp) else []
+    if isinstance(meeting, ast.Compare):
+        operands = [meeting.left, *meeting.comparators]
+    param = next((o.id for o in operands if isinstance(o, ast.Name)), "t")
+    return (
+        f"what {held} {where} is handed: the port cannot tell whether that is on the device, "
+        f"and does not move the tensor; move it with `.to({param}.device)` where it meets `{param}`"
+    )
