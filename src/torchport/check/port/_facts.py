@@ -240,11 +240,8 @@ class PortFacts:
         return False
 
     def loads_of(self, name: str) -> list[ast.Name]:
-        """Every read of ``name`` in the file, in no promised order.
-
-        The structure's (its walk saw every name) when it walked the file; the scope
-        map's node index (a walk of its own) otherwise.
-        """
+        """Every read of ``name`` in the file, in no promised order: the structure's (its walk
+        saw every name) when it walked the file; the scope map's node index otherwise."""
         if self.structure.walked:
             return self.structure.loads_of(name)
         return self.ctx.scopes.loads_of(name)
