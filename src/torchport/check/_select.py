@@ -293,7 +293,9 @@ def default_reports(
     (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding it, imports a
     CUDA-only package or extension, or it is in a test class run only once such an import
     succeeded; or its file surely imports a module of its own project that needs CUDA
-    anyway, ``rules/_cuda_imports.imports_cuda_module``).
+    anyway, ``rules/_cuda_imports.imports_cuda_module``; or the function holding it, or the
+    script's run it is part of, surely loads a model with FlashAttention,
+    ``rules/_flash_attention``).
 
     ``follow=False``: all but the last, which resolves the file's imports: the engine asks
     that first, and the whole question only of a finding about to be reported (a file's
@@ -314,6 +316,10 @@ def default_reports(
         return False
     if not follow:
         return True
+    from torchport.check.rules._flash_attention import surely_loads_flash_attention
+
+    if surely_loads_flash_attention(ctx, node):
+        return False  # the code there surely loads a model with FlashAttention: CUDA anyway
     from torchport.check.rules._own_extensions import may_import_local
 
     if not may_import_local(ctx):  # a look with os.path before the project view is loaded

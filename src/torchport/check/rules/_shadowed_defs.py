@@ -44,7 +44,9 @@ def _shadowed(ctx: Context) -> frozenset[int]:
             later = next((j for j in range(i + 1, len(body)) if _defines(body[j], stmt.name)), None)
             if later is None:
                 continue
-            between = [*body[i + 1 : later], *body[later].decorator_list]  # type: ignore[attr-defined]
+            replacing = body[later]
+            assert isinstance(replacing, _DEFS)
+            between = [*body[i + 1 : later], *replacing.decorator_list]
             if not any(_reads(part, stmt.name) for part in between):
                 found.add(id(stmt))
     return frozenset(found)
