@@ -287,11 +287,15 @@ def default_reports(
     rule: type[Rule], ctx: Context, node: ast.AST | None = None, *, follow: bool = True
 ) -> bool:
     """Whether a default run reports ``rule`` at the node being checked (``node``): the node
-    is in one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does
-    not need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block
-    holding it, imports a CUDA-only package or extension, or it is in a test class run only
-    once such an import succeeded; or its file surely imports a module of its own project
-    that needs CUDA anyway, ``rules/_cuda_imports.imports_cuda_module``).
+    is in one of the rule's default contexts and not in a method a later ``def`` of its
+    class replaces (``rules/_shadowed_defs``: it never runs), and, for a rule of
+    :data:`CUDA_NAMING`, it does not need CUDA anyway
+    (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding it, imports a
+    CUDA-only package or extension, or it is in a test class run only once such an import
+    succeeded; or its file surely imports a module of its own project that needs CUDA
+    anyway, ``rules/_cuda_imports.imports_cuda_module``; or the function holding it, or the
+    script's run it is part of, surely loads a model with FlashAttention,
+    ``rules/_flash_attention``).
 
     ``follow=False``: all but the last, which resolves the file's imports: the engine asks
     that first, and the whole question only of a finding about to be reported (a file's
@@ -299,6 +303,11 @@ def default_reports(
     rule is handed)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
+    if follow and node is not None:  # a finding about to be reported: not in dead code
+        from torchport.check.rules._shadowed_defs import in_a_shadowed_def  # on first use
+
+        if in_a_shadowed_def(ctx, node):
+            return False
     if rule.code not in CUDA_NAMING:
         return True
     from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
@@ -307,6 +316,10 @@ def default_reports(
         return False
     if not follow:
         return True
+    from torchport.check.rules._flash_attention import surely_loads_flash_attention
+
+    if surely_loads_flash_attention(ctx, node):
+        return False  # the code there surely loads a model with FlashAttention: CUDA anyway
     from torchport.check.rules._own_extensions import may_import_local
 
     if not may_import_local(ctx):  # a look with os.path before the project view is loaded

@@ -10,6 +10,7 @@ from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._loops import graph_features, rebound_in_the_body
+from torchport.check.rules._read_back import read_back_next
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
@@ -29,7 +30,8 @@ class BlockingBatchCopy(Rule):
     proceeds meanwhile.
     Not reported for a graph's features (DGL's `g.ndata["feat"].to(device)`,
     `.edata`): a loader pins a batch's tensors, not a `DGLGraph`'s, so
-    `non_blocking=True` overlaps nothing there.
+    `non_blocking=True` overlaps nothing there. Nor for a copy bound to a name the next
+    statement only reads back to the host (`labels.tolist()`): it waits for it at once.
 
     ## Fix safety
     The fix adds `non_blocking=True`. The copy is then ordered on the device's
@@ -85,8 +87,8 @@ class BlockingBatchCopy(Rule):
         if graph_features(node.func.value):
             return  # a DGL graph's features: a loader cannot pin them, nothing overlaps
         root = _root_name(node.func.value)
-        if root is None or not _a_batch_of_a_loader(root, node, ctx):
-            return
+        if root is None or not _a_batch_of_a_loader(root, node, ctx) or read_back_next(node, ctx):
+            return  # not the batch, or read back to the host at once: nothing to overlap
         fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
         yield ctx.finding(self, node, fix=fix)
 

@@ -360,11 +360,11 @@ _OTHER_BEFORE: weakref.WeakKeyDictionary[
 
 
 def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
-    tests: list[ast.expr] = [node.test]
-    tail = node.orelse if isinstance(node, ast.If) else []
-    while len(tail) == 1 and isinstance(tail[0], ast.If):
+    tests: list[ast.expr] = [node.test]  # and the `elif`s, or `else (.. if mps.. else ..)`
+    tail: list[ast.AST] = [*node.orelse] if isinstance(node, ast.If) else [node.orelse]
+    while len(tail) == 1 and isinstance(tail[0], (ast.If, ast.IfExp)):
         tests.append(tail[0].test)
-        tail = tail[0].orelse
+        tail = [*tail[0].orelse] if isinstance(tail[0], ast.If) else [tail[0].orelse]
     for test in tests:
         for sub in ast.walk(test):
             name = sub.attr if isinstance(sub, ast.Attribute) else getattr(sub, "id", "")
