@@ -303,7 +303,8 @@ def default_reports(
     rule is handed)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
-    if follow and node is not None:  # a finding about to be reported: not in dead code
+    # (each module below is imported only where its file can hold what it looks for)
+    if follow and node is not None and "class " in ctx.source and ctx.source.count("def ") > 1:
         from torchport.check.rules._shadowed_defs import in_a_shadowed_def  # on first use
 
         if in_a_shadowed_def(ctx, node):
@@ -316,10 +317,11 @@ def default_reports(
         return False
     if not follow:
         return True
-    from torchport.check.rules._flash_attention import surely_loads_flash_attention
+    if "flash_attention_" in ctx.source:
+        from torchport.check.rules._flash_attention import surely_loads_flash_attention
 
-    if surely_loads_flash_attention(ctx, node):
-        return False  # the code there surely loads a model with FlashAttention: CUDA anyway
+        if surely_loads_flash_attention(ctx, node):
+            return False  # the code there surely loads a model with FlashAttention: CUDA anyway
     from torchport.check.rules._own_extensions import may_import_local
 
     if not may_import_local(ctx):  # a look with os.path before the project view is loaded

@@ -32,6 +32,7 @@ import ast
 import re
 
 from torchport.check._context import Context
+from torchport.check._match import dotted_parts
 from torchport.check.semantic._residence import bound_value
 
 __all__ = ["PROBE_WORDS", "probes_cuda"]
@@ -112,13 +113,14 @@ def _torch_name(expr: ast.expr, ctx: Context) -> str | None:
     name = ctx.qualname(expr)
     if name is not None:
         return name
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
+    parts = dotted_parts(expr)
+    if parts is None:
         return None
-    bound = bound_value(expr, ctx)
+    root = expr
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    assert isinstance(root, ast.Name)
+    bound = bound_value(root, ctx)
     if not (isinstance(bound, ast.Call) and len(bound.args) == 1 and not bound.keywords):
         return None
     module = bound.args[0]
@@ -126,7 +128,7 @@ def _torch_name(expr: ast.expr, ctx: Context) -> str | None:
         module, ast.Constant
     ):
         return None
-    return ".".join([str(module.value), *reversed(parts)])
+    return ".".join([str(module.value), *parts[1:]])
 
 
 def _constant(value: ast.expr, ctx: Context) -> bool:
