@@ -36,6 +36,7 @@ def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(lines=st.lists(st.sampled_from(LINES), min_size=1, max_size=6))
 def test_each_hint_applies_what_it_counts(

@@ -51,6 +51,7 @@ def _ref(obj: Any) -> weakref.ref[Any] | None:
         return None
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fresh.specs)
 def test_classes_made_per_batch_and_their_objects_die_after_the_move(kinds: list[str]) -> None:
@@ -143,6 +144,7 @@ _CALLS = (f"call {i}" for i in itertools.count())
 _key_kinds = st.sampled_from(["tensor", "enum", "instance", "class", "tuple"])
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kinds=st.lists(_key_kinds, min_size=1, max_size=3),

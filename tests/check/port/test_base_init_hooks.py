@@ -100,6 +100,7 @@ _CASE = st.tuples(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(
     cases=[
         (True, False, False, "returns a module"),  # QNNAS's train_encoder: the base apart

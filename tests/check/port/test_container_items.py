@@ -77,6 +77,7 @@ def _program(form: str, put: str, handed: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(
     cases=[("deque", "cpu tensor", False), ("list", "number", False), ("own", "cpu tensor", False)]
 )

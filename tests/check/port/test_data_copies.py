@@ -85,6 +85,7 @@ _CASE = st.tuples(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(
     cases=[
         ("comprehension", "tensor", False, "meets the bias"),  # VlasovElectric's, reduced

@@ -70,6 +70,7 @@ _CASES = st.tuples(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(
     cases=[
         (["from numpy", "from numpy"], False, False),  # 406_conditional_GAN.py's shape

@@ -74,6 +74,7 @@ def _program(body: str, call: str, device_first: bool, read: str, module: str) -
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cases=st.lists(

@@ -86,6 +86,7 @@ def _numpy_lines(source: str) -> set[int]:
     return found
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cases=st.lists(

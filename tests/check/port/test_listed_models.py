@@ -105,6 +105,7 @@ _CASES = st.tuples(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(
     cases=[
         ("list", "zip", False, False),  # 306_optimizer.py's shape: moved, nothing left

@@ -92,6 +92,7 @@ def _region(source: str, way: str) -> set[int]:
     return found
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(
     cases=[("parameter", ["np.ones(4)"], "*", "weight"), ("name", ["np.sqrt(2.0)"], "+", "output")]
 )

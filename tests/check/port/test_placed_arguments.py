@@ -79,6 +79,7 @@ def _program(calls: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow  # among the default run's slowest (15-29 s on 2 cores): the slow leg runs it
 @example(cases=[[("forward", "own output"), ("forward", "int")]])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
