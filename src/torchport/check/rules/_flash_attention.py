@@ -19,6 +19,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check.rules._test_code import main_guard
 
 __all__ = ["surely_loads_flash_attention"]
 
@@ -57,7 +58,7 @@ def _marked(ctx: Context) -> frozenset[int]:
         loading |= more
         grew = bool(more)
     marked = {id(functions[name]) for name in loading}
-    for block in (s for s in tree.body if isinstance(s, ast.If) and _main_test(s.test)):
+    for block in (s for s in tree.body if main_guard(s)):
         found = list(_sure_calls(block.body))
         if not (any(map(_flash_load, found)) or _calls(found) & loading):
             continue
@@ -68,17 +69,6 @@ def _marked(ctx: Context) -> frozenset[int]:
             todo |= (_calls(calls[name]) & functions.keys()) - run
         marked |= {id(block), *(id(functions[name]) for name in run)}
     return frozenset(marked)
-
-
-def _main_test(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
 
 
 def _flash_load(call: ast.Call) -> bool:

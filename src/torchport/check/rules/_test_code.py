@@ -52,6 +52,7 @@ __all__ = [
     "cuda_quirk",
     "decides_where_a_test_runs",
     "leaves",
+    "main_guard",
     "next_statement",
     "several_devices",
     "timing_program",
@@ -368,7 +369,7 @@ def timing_program(tree: ast.Module) -> bool:
     timing each batch of its data: ``for batch in loader:``, judged real) is not this,
     nor a training program in a ``benchmark/`` folder (PARL's), nor library code.
     """
-    if not any(map(_main_guard, tree.body)):
+    if not any(map(main_guard, tree.body)):
         return False
     # Blocks are statements' (and except handlers' and match cases'): only those are
     # walked, not the expressions, nine nodes in ten (a lambda's body is no block).
@@ -400,7 +401,8 @@ def _times_repeated_work(block: list[ast.stmt]) -> bool:
     )
 
 
-def _main_guard(stmt: ast.stmt) -> bool:
+def main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``."""
     test = stmt.test if isinstance(stmt, ast.If) else None
     return (
         isinstance(test, ast.Compare)
