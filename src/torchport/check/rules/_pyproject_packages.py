@@ -40,7 +40,7 @@ import os
 
 from torchport.check._listing import note
 
-__all__ = ["pyproject_may_ship"]
+__all__ = ["pyproject_may_ship", "setup_cfg_packages"]
 
 # keys of `[tool.setuptools]` that ship no module beyond `packages` and `py-modules`
 _KNOWN = frozenset(
@@ -53,20 +53,30 @@ _FIND = frozenset({"where", "include", "exclude", "namespaces"})
 _SETUPTOOLS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
 
 
+def setup_cfg_packages(folder: str) -> bool:
+    """Whether ``folder`` has a ``setup.cfg`` with a ``[metadata]`` or ``[options...]``
+    section (not only other tools' settings: ``[isort]``, ``[flake8]``). Raises ``OSError``
+    or ``configparser.Error`` where it cannot be read."""
+    import configparser  # here: not on a plain check's path (tests/check/test_startup.py)
+
+    config = os.path.join(folder, "setup.cfg")
+    if not os.path.isfile(config):
+        return False
+    parser = configparser.ConfigParser(interpolation=None)
+    with open(config, encoding="utf-8") as handle:
+        parser.read_file(handle)
+    return any(n == "metadata" or n.startswith("options") for n in parser.sections())
+
+
 def pyproject_may_ship(folder: str, path: str) -> bool:
     """Whether the ``pyproject.toml`` in ``folder`` may ship the module at ``path`` (the
     module docstring)."""
     import configparser  # here: `tomllib` imports `typing` (tests/check/test_startup.py)
     import tomllib
 
-    config = os.path.join(folder, "setup.cfg")
     try:
-        if os.path.isfile(config):
-            parser = configparser.ConfigParser(interpolation=None)
-            with open(config, encoding="utf-8") as handle:
-                parser.read_file(handle)
-            if any(n == "metadata" or n.startswith("options") for n in parser.sections()):
-                return True
+        if setup_cfg_packages(folder):
+            return True
         with open(os.path.join(folder, "pyproject.toml"), "rb") as handle:
             table = tomllib.load(handle)
     except (OSError, ValueError, configparser.Error):

@@ -49,6 +49,7 @@ from torchport.check.rules._pyproject_packages import (
     _below,
     _found,
     pyproject_may_ship,
+    setup_cfg_packages,
 )
 
 __all__ = ["shipped_module"]
@@ -124,7 +125,7 @@ def _no_packaging(folder: str) -> bool:
     import configparser  # here: `tomllib` imports `typing` (tests/check/test_startup.py)
     import tomllib
 
-    pyproject, config = os.path.join(folder, "pyproject.toml"), os.path.join(folder, "setup.cfg")
+    pyproject = os.path.join(folder, "pyproject.toml")
     try:
         if os.path.isfile(pyproject):
             with open(pyproject, "rb") as handle:
@@ -133,12 +134,8 @@ def _no_packaging(folder: str) -> bool:
             tool = table.get("tool", {})
             if "project" in table or backend not in _SETUPTOOLS or "setuptools" in tool:
                 return False
-        if os.path.isfile(config):
-            parser = configparser.ConfigParser(interpolation=None)
-            with open(config, encoding="utf-8") as handle:
-                parser.read_file(handle)
-            if any(n == "metadata" or n.startswith("options") for n in parser.sections()):
-                return False
+        if setup_cfg_packages(folder):
+            return False
     except (OSError, ValueError, AttributeError, configparser.Error):
         return False  # unreadable, not TOML (`tomllib.TOMLDecodeError` is a `ValueError`)
     return True
