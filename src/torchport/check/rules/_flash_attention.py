@@ -58,7 +58,7 @@ def _marked(ctx: Context) -> frozenset[int]:
         loading |= more
         grew = bool(more)
     marked = {id(functions[name]) for name in loading}
-    for block in (s for s in tree.body if main_guard(s)):
+    for block in (s for s in tree.body if isinstance(s, ast.If) and main_guard(s)):
         found = list(_sure_calls(block.body))
         if not (any(map(_flash_load, found)) or _calls(found) & loading):
             continue
