@@ -131,3 +131,31 @@ def test_no_checker_module_imports_typing() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False"], out.stdout
+
+
+# Run in a fresh interpreter: the patterns compiled while a check of `sys.argv[1]` runs,
+# each lazy pattern compiled once per process (check/_patterns.py).
+_COMPILED = """
+import json, re, sys
+from torchport.cli._main import main
+seen = []
+compile_ = re._compile
+re._compile = lambda pattern, flags: seen.append(str(pattern)) or compile_(pattern, flags)
+main(["check", "--no-cache", sys.argv[1]])
+print(json.dumps(seen))
+"""
+
+
+def test_a_check_compiles_no_pattern_its_text_cannot_match(tmp_path: Path) -> None:
+    # (~0.2-0.5 ms each at start-up) a file with no quote, no indented line, no "\r", not
+    # named for a test: none of the patterns that need one is compiled
+    (tmp_path / "tiny.py").write_text("import torch\nx = torch.zeros(3).cuda()\nprint(x)\n")
+    out = subprocess.run(
+        [sys.executable, "-c", _COMPILED, "tiny.py"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    compiled = json.loads(out.stdout.strip().splitlines()[-1])
+    needs = {"[\\\"']": "a quote", "\\n[ \\t]+(?:import": "an indented line",
+             "\\r\\n|\\r|\\n": "a \\r", "test_\\w*\\.py": "a test name"}  # fmt: skip
+    assert not [(p, why) for p in compiled for part, why in needs.items() if part in p]

@@ -90,7 +90,7 @@ def _split(source: str, word: str) -> bool:
     The words are ASCII identifiers (tests/check/test_prefilter.py), and ``source`` is
     ASCII here: a prefix is a run of word characters that ends at the quote.
     """
-    if len(word) < 2:
+    if len(word) < 2 or ('"' not in source and "'" not in source):  # no literal to split
         return False
     for match in _ends(word).finditer(source):
         start, quote = match.start(), match.end() - 1

@@ -191,6 +191,8 @@ _FIRST = lazy_pattern(r"[A-Za-z_]")
 
 def _added_keywords(edit_text: str, replaced: str, source: str, at: int) -> set[str]:
     """``call(weights_only=)`` entries of :data:`KEYWORD_SINCE` that an edit adds."""
+    if "=" not in edit_text:  # no keyword written (the pattern compiled only when one may be)
+        return set()
     new = {m["name"] for m in _KEYWORD.finditer(edit_text)} - {
         m["name"] for m in _KEYWORD.finditer(replaced)
     }

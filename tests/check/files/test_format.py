@@ -274,3 +274,11 @@ def test_noqa_and_notebook_errors_name_their_cell_and_line(tmp_path: Path) -> No
         (Path(e["path"]).name, e["cell"], e["line"]) for e in json.loads(render_json([], errors))
     }
     assert places == {("b.py", None, 2), ("n.ipynb", 2, 2), ("n.ipynb", 3, 2)}
+
+
+@given(st.text(alphabet="a \r\n\t", max_size=30))
+def test_the_text_reports_lines_are_the_line_ends_python_counts(text: str) -> None:
+    # files/_text.py splits without its pattern where the text has no "\r": the same list
+    from torchport.check.files._text import _lines
+
+    assert _lines(text) == re.split(r"\r\n|\r|\n", text)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePath
-from urllib.parse import quote
 
 from torchport import __version__
 from torchport.check._patterns import lazy_pattern
@@ -247,6 +246,8 @@ def _uri(path: str) -> dict[str, str]:
     character but letters, digits, ``-._~`` and ``/`` is encoded (UTF-8), so a
     consumer that decodes the reference gets the path back.
     """
+    from urllib.parse import quote  # SARIF only: a text report does not load it (start-up)
+
     pure = PurePath(path)
     if pure.is_absolute():
         return {"uri": pure.as_uri()}

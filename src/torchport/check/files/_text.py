@@ -25,6 +25,14 @@ __all__ = ["file_of", "fix_flags", "render_grouped", "render_text"]
 
 _CELL = lazy_pattern(r":cell \d+$")
 _LINE_END = lazy_pattern(r"\r\n|\r|\n")
+
+
+def _lines(text: str) -> list[str]:
+    r"""``text``'s lines as Python counts them (``\r\n``, ``\r``, ``\n`` each end one): the
+    pattern compiled only for a text with a ``\r`` (start-up), the same list without it."""
+    return _LINE_END.split(text) if "\r" in text else text.split("\n")
+
+
 _WIDTH = 160  # longest excerpt line shown; longer ones are windowed around the column
 
 _BOLD, _RED, _CYAN, _GREEN, _DIM, _RESET = (
@@ -127,7 +135,7 @@ def _fix_lines(f: Finding, source: str, paint: _Paint) -> list[str]:
     fixed = source
     for edit in sorted(f.fix.edits, key=lambda e: (e.start, e.end), reverse=True):
         fixed = fixed[: edit.start] + edit.text + fixed[edit.end :]
-    old, new = _LINE_END.split(source), _LINE_END.split(fixed)
+    old, new = _lines(source), _lines(fixed)
     out = [f"  = fix ({f.fix.safety.value}):"]
     import difflib  # here: only --show-fixes needs it (start-up)
 
@@ -229,7 +237,7 @@ def render_text(
         if sources is None or source is None:
             continue
         if f.path not in split:
-            split[f.path] = _LINE_END.split(source)
+            split[f.path] = _lines(source)
         lines += _excerpt(f, split[f.path], paint)
         if show_fixes:  # a notebook's fix counts in its cells joined, not in one cell
             joined = sources.get(file_of(f.path)) if file_of(f.path) != f.path else source

@@ -201,7 +201,8 @@ def _blocks(ctx: Context) -> dict[int, int]:
     surely import a CUDA-only name: ``id(block)`` -> the index of the first such import.
     Once per file, walked only when the source names a candidate at all."""
     text = "\n" + ctx.source  # (see _INDENTED_IMPORT)
-    indented = _INDENTED_IMPORT.findall(text)
+    # (the pattern compiled only for a text with an indented line, which it needs)
+    indented = _INDENTED_IMPORT.findall(text) if "\n " in text or "\n\t" in text else []
     apex = _may_call_apex(ctx) or "faiss" in ctx.source  # (faiss's GPU entries)
     package = _CALLED_IMPORT.search(text) is not None
     if not indented and not apex and not package:
