@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import sys
-import types
 
 from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
@@ -112,55 +110,6 @@ def _imports_kept() -> Iterator[None]:
         gc.enable()
 
 
-def _quote_from_bytes(*args: Any, **kwargs: Any) -> str:
-    """``urllib.parse.quote_from_bytes``, that module imported on the first call."""
-    from urllib.parse import quote_from_bytes
-
-    return quote_from_bytes(*args, **kwargs)
-
-
-class _OnFirstUse(types.ModuleType):
-    """A stand-in for a module, which imports the real one when first asked for a name."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # the import system's own questions: not the real one's
-            raise AttributeError(name)
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
-        return getattr(importlib.import_module(self.__name__), name)
-
-
-def _pathlib_without_its_extras() -> None:
-    """Import :mod:`pathlib` without ``urllib.parse`` (nor the ``ipaddress`` it imports)
-    and ``ntpath``, which pathlib imports for ``as_uri()`` and ``PureWindowsPath`` alone.
-
-    Run as the program, before the checker, which makes ``Path``s everywhere but never
-    a URI nor a Windows path in a plain check: the three were ~3 ms of a small check's
-    start-up (9 M of its 164 M instructions). While pathlib loads, each stands in
-    ``sys.modules``: ``urllib.parse`` as a module with just the function pathlib takes
-    from it, which imports the real module on its first call; ``ntpath`` as a module
-    that imports the real one when first asked for a name. Then both leave
-    ``sys.modules``, and an ``import`` of either anywhere loads the real module: what
-    pathlib or anyone computes with them is unchanged. Where pathlib (or either module)
-    is loaded already, nothing changes.
-    """
-    if "pathlib" in sys.modules:
-        return
-    stand_ins: dict[str, types.ModuleType] = {}
-    if "urllib.parse" not in sys.modules:
-        parse = stand_ins["urllib.parse"] = types.ModuleType("urllib.parse")
-        parse.quote_from_bytes = _quote_from_bytes  # type: ignore[attr-defined]
-    if "ntpath" not in sys.modules:
-        stand_ins["ntpath"] = _OnFirstUse("ntpath")
-    sys.modules.update(stand_ins)
-    try:
-        import pathlib  # noqa: F401
-    finally:
-        for name, module in stand_ins.items():
-            if sys.modules.get(name) is module:
-                del sys.modules[name]
-
-
 def _pause_for_the_exit() -> None:
     """Run as the program, the process ends after this check (cli/_main.exit_now). The run
     pauses the cyclic collector while it checks (files/_work.no_cycle_scans); resumed, its
@@ -192,8 +141,6 @@ def _run(args: argparse.Namespace) -> int:
         _pause_for_the_exit()
         args.unsafe = args.speed = False
         return fix.run(args)
-    if AS_PROGRAM:
-        _pathlib_without_its_extras()
     with _imports_kept():
         from torchport.check import check_paths, render, render_statistics
 
