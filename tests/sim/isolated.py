@@ -2,17 +2,18 @@
 
 Installing the simulator changes the process for good (PyTorch then reports an
 accelerator), so the suite's own process never installs it: each check runs in
-a child, which prints one JSON document as its last line.
+a child (forked off a server that has imported torch: :mod:`tests.preloaded`), which
+prints one JSON document as its last line.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from typing import Any
+
+from tests.preloaded import run_python
 
 PRELUDE = """
 import json, torch
@@ -25,13 +26,7 @@ def run_isolated(*parts: str, env: dict[str, str] | None = None, timeout: float 
     source = PRELUDE + "".join(textwrap.dedent(part) for part in parts)
     child_env = {key: value for key, value in os.environ.items() if key != "TORCHPORT_DEVICE"}
     child_env.update(env or {})
-    done = subprocess.run(
-        [sys.executable, "-c", source],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=child_env,
-    )
+    done = run_python(source, env=child_env, timeout=timeout)
     if done.returncode != 0:
         raise AssertionError(f"child failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.preloaded import run_python
 from torchport.check.port import port_text
 
 # What both children share: each original on the CPU, then the simulated accelerator.
@@ -94,17 +93,15 @@ def ports_on_sim_or_stops(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 def in_a_child(child_source: str, job: Any) -> Any:
-    """Run ``child_source`` in a fresh interpreter (``TORCHPORT_DEVICE`` unset) with ``job``
-    as a JSON file named by ``sys.argv[1]``; return the JSON of its last printed line. A
-    child that fails fails the assertion with its traceback."""
+    """Run ``child_source`` in a child (``TORCHPORT_DEVICE`` unset; forked off a server that
+    has imported torch, :mod:`tests.preloaded`) with ``job`` as a JSON file named by
+    ``sys.argv[1]``; return the JSON of its last printed line. A child that fails fails the
+    assertion with its traceback."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "job.json"
         path.write_text(json.dumps(job), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-        child = subprocess.run(
-            [sys.executable, "-c", child_source, str(path)],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
+        child = run_python(child_source, str(path), env=env)
     assert child.returncode == 0, child.stderr[-3000:]
     return json.loads(child.stdout.splitlines()[-1])
 
