@@ -120,7 +120,7 @@ class ModelNotOnDevice(Rule):
         if scope is None:
             return
         expr = _the_whole_model_expression(node, facts)
-        from torchport.check.port._placing_callees import placed_by_callee  # on first use
+        from torchport.check.port._own_devices import own_device_left, placed_by_callee
 
         handed = placed_by_callee(expr, facts, scope)  # "": a callee places it; a name: the CPU
         if expr is None or handed == "" or _dropped_or_moved_later(expr, scope, facts):
@@ -137,6 +137,11 @@ class ModelNotOnDevice(Rule):
         if device_guard(node, ctx, arms=False) is Guard.AVAILABILITY:
             return  # `Net().cuda() if use_cuda else Net()`: the program's CUDA-or-CPU arm
         found = facts.device_at(node)
+        left = own_device_left(node, facts, scope, found)  # `x.to(self.device)` in its forward
+        if left is not None:  # handed the program's device by keyword where that places it
+            fix = Fix(left[1], FixSafety.SAFE) if left[1] else None
+            yield ctx.finding(self, node, message=left[0], fix=fix)
+            return
         if found is None or receiver_owner(node, "to", ctx) is Owner.OTHER:
             own = facts.own_placement  # (or a class with a `to` of its own: reported)
             said = own and _OWN.format(call=short_call(own), line=own.lineno)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._module_lambdas import HELD_LAMBDA, held_lambda
 from torchport.check.rules._module_tensors import (
     CPU_DEFAULT,
     HELD_APART,
@@ -152,6 +153,9 @@ class TensorOnCpuInModule(Rule):
             held = held_apart(node, name, method, facts.parents, ctx.qualname)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
+            elif method.name == "__init__" and scope.cls and (lam := held_lambda(node, name, ctx)):
+                fix = Fix(_placing(node, name, lam[1], ctx), FixSafety.SAFE) if lam[1] else None
+                yield ctx.finding(self, node, message=HELD_LAMBDA.format(name=lam[0]), fix=fix)
             return
         if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
