@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport._device_types import CPU, DEVICE_TYPES
 from torchport.check._context import Context
 from torchport.check._nodes import sole_target
 
@@ -49,9 +50,7 @@ __all__ = [
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FIELD_WORDS = frozenset({"default", "default_factory", "repr", "compare", "hash", "metadata"})
-_OTHER_DEVICES = frozenset(
-    {"cuda", "mps", "xpu", "hpu", "npu", "xla", "meta", "mtia", "privateuseone"}
-)
+_OTHER_DEVICES = DEVICE_TYPES - {CPU}
 _DECORATOR_WORDS = frozenset({"eq", "order", "frozen", "repr", "unsafe_hash", "slots"})
 
 
@@ -223,7 +222,7 @@ def may_be_cpu(value: ast.expr | None) -> bool:
     for node in ast.walk(value):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             word = node.value.split(":")[0]
-            if word == "cpu":
+            if word == CPU:
                 cpu = True
             elif word in _OTHER_DEVICES:
                 return False

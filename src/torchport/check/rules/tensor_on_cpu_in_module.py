@@ -47,6 +47,10 @@ class TensorOnCpuInModule(Rule):
     the parameters' device where the module may have none yet: in a method
     `__init__` calls, or when `__init__` builds no weights (reported, no fix).
 
+    A tensor made by a lambda `__init__` keeps on an attribute (`self.f = lambda n:
+    torch.zeros(n)`) is made on the module's parameters' device when the lambda runs
+    (`device=next(self.parameters()).device`), or reported where they may not be there yet.
+
     A tensor that `__init__` keeps in a plain attribute (`self.scale =
     torch.tensor([2.0])`, or a torch function of one: `torch.sqrt(torch.FloatTensor([d]))`,
     not a parameter or buffer) and another method reads
