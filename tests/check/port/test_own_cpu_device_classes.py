@@ -7,15 +7,17 @@ h31p's breaker found the port "0 left" and the program stopping on any accelerat
   "cpu")``, a property over ``self._device``, a class attribute, ``getattr(config,
   "device", "cpu")``;
 * the class is the model itself: an ``nn.Module`` moving its input (``x.to(self.device)``)
-  or making its state (``torch.zeros(..., device=self.device)``) on its own ``device``;
+  or making its state (``torch.zeros(..., device=self.device)``) on its own ``device``, or
+  a submodule of the model doing so (``self.enc = Enc()`` in the model's ``__init__``);
 * a module keeps a lambda that makes a tensor on an attribute (``self.f = lambda n:
   torch.zeros(n)``).
 
 The invariant: the port places it on the program's device where that is sure (the module's
 device parameter handed the program's ``device`` by keyword, the lambda's tensor made on
 the module's parameters' device), else it reports it at its line (TP501 at the model, TP504
-at the lambda's tensor): never "0 left" with a CPU leftover. A CPU the program hands the
-class itself (``Net(device="cpu")``) is its own choice: reported, not rewritten. The oracle
+at a submodule or at the lambda's tensor): never "0 left" with a CPU leftover. A CPU the
+program hands the class itself (``Net(device="cpu")``) is its own choice: reported, not
+rewritten. The oracle
 (``no_cuda_sim``, written apart from the port) runs each original on the CPU and each port
 on the simulated accelerator: the same values on ``sim`` where nothing is left, else a
 finding on the expected line. The expectation is computed from the case's parameters alone;
@@ -60,6 +62,12 @@ _SOURCES: dict[str, tuple[str, str, str, str]] = {
         'self.device = getattr(config, "device", "cpu")',
         "",
     ),
+    "a property returning the cpu": (
+        "",
+        "",
+        "pass",
+        '    @property\n    def device(self):\n        return torch.device("cpu")\n\n',
+    ),
 }
 _HANDED_TO = frozenset(list(_SOURCES)[:5])  # the sources a call can hand the device to
 _USES = {  # how the class's method uses its device (`x`: its input)
@@ -67,7 +75,7 @@ _USES = {  # how the class's method uses its device (`x`: its input)
     "makes its state": "x = x * torch.ones(1, 4, device=self.device)",
     "makes a tensor of its input": "x = torch.as_tensor(x.tolist(), device=self.device)",
 }
-_WHERE = ("the model", "a class keeping the model")
+_WHERE = ("the model", "a submodule", "a class keeping the model")
 _HANDED = {"default": "", "the program's device": "device=device", "the cpu": 'device="cpu"'}
 
 
@@ -80,15 +88,25 @@ def _program(where: str, source: str, use: str, handed: str) -> tuple[str, str, 
     placed."""
     body, params, store, prop = _SOURCES[source]
     given = _HANDED[handed] if source in _HANDED_TO else ""
-    if where == "the model":
+    if where != "a class keeping the model":
+        name = "Net" if where == "the model" else "Enc"
         cls = (
-            f"class Net(nn.Module):\n{body}    def __init__({_args('self', params)}):\n"
+            f"class {name}(nn.Module):\n{body}    def __init__({_args('self', params)}):\n"
             f"        super().__init__()\n        {store}\n        self.fc = nn.Linear(4, 2)\n\n"
             f"{prop}    def forward(self, x):\n        {_USES[use]}\n        return self.fc(x)\n"
         )
         make = f"model = Net({given})\nOUT.append(model(torch.randn(6, 4)))\n"
         placed = given == "device=device" or (not given and source in _HANDED_TO)
-    else:
+    if where == "a submodule":  # built in a module's `__init__`: reported where left to the CPU
+        cls += (
+            "\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"        self.enc = Enc({given})\n        self.out = nn.Linear(2, 2)\n\n"
+            "    def forward(self, x):\n        return self.out(self.enc(x))\n"
+        )
+        make = "model = Net()\nOUT.append(model(torch.randn(6, 4)))\n"
+        program = _HEAD + cls + "\n\ntorch.manual_seed(0)\n" + make
+        return program, f"        self.enc = Enc({given})", given == "device=device"
+    if where == "a class keeping the model":
         cls = (
             "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
@@ -131,7 +149,8 @@ def _check(cases: list[tuple[str, str, str, str]]) -> None:
             assert run.get("same") and set(run["devices"]) == {"sim:0"}, (case, run)
         else:  # reported at the model, whatever the port then does on `sim`
             at = port.source.splitlines().index(line) + 1  # (the port may add lines above)
-            assert ("TP501", at) in said, (case, said, port.source)
+            code = "TP504" if case[0] == "a submodule" else "TP501"
+            assert (code, at) in said, (case, said, port.source)
             assert "error" in run or run["same"], (case, run)
 
 
@@ -151,6 +170,7 @@ def _check(cases: list[tuple[str, str, str, str]]) -> None:
 )
 @example(  # every source of each class, left to its default: each "0 left" and a stop on the base
     [("the model", s, "makes its state", "default") for s in _SOURCES]
+    + [("a submodule", s, "moves its input", "default") for s in _SOURCES]
     + [("a class keeping the model", s, "moves its input", "default") for s in _SOURCES]
 )
 @example(  # the model moving its input; the cpu handed; the program's device handed

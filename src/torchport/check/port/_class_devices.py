@@ -36,7 +36,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts, PortScope
 
-__all__ = ["own_device_left", "placed_by_callee"]
+__all__ = ["own_device_left", "placed_by_callee", "submodule_device_left"]
 
 
 _LEFT = (
@@ -78,6 +78,25 @@ def own_device_left(
         name, edits = device
         handed = (add_keyword(call, f"{left}={name}", ctx), *edits)
         return _HANDED.format(param=left), (*ctx.append_call(call, f".to({name})"), *handed)
+    return None
+
+
+_SUBMODULE = (
+    "this submodule moves its inputs, or makes its tensors, on its own `{param}`, the CPU "
+    "here: `model.to(device)` moves its weights, not that device; hand it the device the "
+    "module is moved to, or make its tensors on its input's device (`x.device`)"
+)
+
+
+def submodule_device_left(call: ast.Call, facts: PortFacts, at: PortScope) -> str | None:
+    """TP504's message where a module's method (``at``) builds a submodule whose class keeps
+    its tensors on its own device and leaves that device to the CPU there (``self.enc =
+    Enc()``, ``Enc(device)`` of a parameter defaulting to the CPU): reported, not fixed (the
+    device the module will be moved to is not known where it is built)."""
+    cpu = cpu_here(facts)
+    for (p_at, _), param, kept in moved_of_call(call, facts.ctx):
+        if p_at == -3 and (left := device_left(call, param, kept, facts.ctx, lambda d: cpu(d, at))):
+            return _SUBMODULE.format(param=left)
     return None
 
 

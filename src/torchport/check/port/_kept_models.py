@@ -255,15 +255,17 @@ def kwargs_key(value: ast.expr | None, kwargs: str | None) -> str | None:
 
 def class_cpu(classes: list[ast.ClassDef], attr: str) -> bool:
     """Whether the first of ``classes`` (a class and its bases) whose body binds ``attr``
-    binds it to a value :func:`may_be_cpu` takes for the CPU (``device = "cpu"``)."""
+    binds it to a value :func:`may_be_cpu` takes for the CPU (``device = "cpu"``), or as a
+    property returning one (``return torch.device("cpu")``)."""
     for cls in classes:
         for stmt in cls.body:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
                     return may_be_cpu(stmt.value)
-            elif isinstance(stmt, _FUNCTIONS) and stmt.name == attr:
-                return False
+            elif isinstance(stmt, _FUNCTIONS) and stmt.name == attr:  # a property's return
+                ret = stmt.body[-1] if stmt.decorator_list else None
+                return isinstance(ret, ast.Return) and may_be_cpu(ret.value)
     return False
 
 
