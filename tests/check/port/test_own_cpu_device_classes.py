@@ -253,3 +253,46 @@ def test_a_lambda_a_module_keeps_that_makes_a_tensor_is_placed_or_said(
             at = port.source.splitlines().index(line) + 1
             assert ("TP504", at) in said, (case, said, port.source)
             assert "error" in run or run["same"], (case, run)
+
+
+_PARAMETERS_DEVICE = """import torch
+import torch.nn as nn
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    @property
+    def device(self):
+        for param in self.parameters():
+            return param.device
+        return torch.device("cpu")
+
+    def forward(self, x):
+        return self.fc(x.to(self.device))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.critic = Critic()
+
+    def forward(self, x):
+        return self.critic(x)
+
+
+torch.manual_seed(0)
+model = Net()
+OUT.append(model(torch.randn(6, 4)))
+"""
+
+
+def test_a_device_read_from_the_parameters_with_a_cpu_fallback_is_no_leftover() -> None:
+    """stable-baselines3's ``BaseModel.device``: the parameters' device, the CPU only where
+    there are none: the class follows ``model.to(device)``; nothing reported (five trees)."""
+    port = port_text(_PARAMETERS_DEVICE, "main.py")
+    assert not port.remaining, port.remaining
+    (run,) = ports_on_sim_or_stops([(_PARAMETERS_DEVICE, port.source)])
+    assert run.get("same") and set(run["devices"]) == {"sim:0"}, run

@@ -263,10 +263,15 @@ def class_cpu(classes: list[ast.ClassDef], attr: str) -> bool:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
                     return may_be_cpu(stmt.value)
-            elif isinstance(stmt, _FUNCTIONS) and stmt.name == attr:  # a property's return
-                ret = stmt.body[-1] if stmt.decorator_list else None
+            elif isinstance(stmt, _FUNCTIONS) and stmt.name == attr:  # a property's one return
+                body = [b for b in stmt.body if not _docstring(b)]
+                ret = body[0] if len(body) == 1 and stmt.decorator_list else None
                 return isinstance(ret, ast.Return) and may_be_cpu(ret.value)
     return False
+
+
+def _docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
 
 def through_properties(classes: list[ast.ClassDef], attrs: frozenset[str]) -> frozenset[str]:
