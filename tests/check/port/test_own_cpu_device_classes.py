@@ -196,6 +196,7 @@ _HELD = {  # how `__init__` keeps it, how forward reads it back
     "attribute": ("self.f = {lam}", "self.f"),
     "list": ("self.fs = [{lam}]", "self.fs[0]"),
     "dict": ('self.fs = {{"f": {lam}}}', 'self.fs["f"]'),
+    "attribute, by a method __init__ calls": ("self.f = {lam}", "self.f"),
 }
 _SURE = {  # whether the module's parameters' device is sure there when the lambda runs:
     # (before the lambda is kept, after it)
@@ -209,9 +210,12 @@ def _lambda_program(lam: str, held: str, sure: str) -> tuple[str, str, bool]:
     text, use = _LAMBDAS[lam]
     keep, read = _HELD[held]
     before, after = _SURE[sure]
+    kept, builder = f"\n        {keep.format(lam=text)}", ""
+    if held.endswith("calls"):  # `self.build()`: the lambda kept there
+        kept, builder = "\n        self.build()", f"    def build(self):{kept}\n\n"
     program = (
         _LAMBDA_HEAD + "    def __init__(self):\n        super().__init__()\n"
-        f"        {before}\n        {keep.format(lam=text)}{after.format(read=read)}\n\n"
+        f"        {before}{kept}{after.format(read=read)}\n\n{builder}"
         f"    def forward(self, x):\n        return {use.format(f=read)}\n\n\n"
         "torch.manual_seed(0)\nmodel = Net()\nOUT.append(model(torch.randn(2, 3)))\n"
     )
@@ -232,6 +236,7 @@ def _lambda_program(lam: str, held: str, sure: str) -> tuple[str, str, bool]:
 )
 @example([(lam, "attribute", "weights") for lam in _LAMBDAS])
 @example([("of a size", held, sure) for held in _HELD for sure in _SURE])
+@example([(lam, "attribute, by a method __init__ calls", "weights") for lam in _LAMBDAS])
 def test_a_lambda_a_module_keeps_that_makes_a_tensor_is_placed_or_said(
     cases: list[tuple[str, str, str]],
 ) -> None:

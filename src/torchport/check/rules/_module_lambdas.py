@@ -6,10 +6,10 @@ the lambda makes its tensor on the CPU each time it runs. The invariant: placed 
 module's parameters' device, read when the lambda runs (``torch.ones(3,
 device=next(self.parameters()).device)``), where that device is sure to be there: the lambda
 (alone, or an item of a list, tuple or dict literal) is bound to ``self.X`` by a statement
-of ``__init__``, ``self`` is ``__init__``'s first parameter and no parameter of the lambda
-(nor another binding in ``__init__``) takes its name, ``__init__`` gives the module weights,
-and ``__init__`` reads ``self.X`` nowhere (the lambda runs after the module is built). Else
-reported, with no fix. A lambda no other method reads is left alone (it never runs there).
+of ``__init__`` (or of a method only ``__init__`` calls, ``self.build()``), ``self`` is that
+method's first parameter and no parameter of the lambda (nor another binding there) takes
+its name, ``__init__`` gives the module weights, and neither reads ``self.X`` (the lambda
+runs after the module is built). Else reported, with no fix. A lambda no other method reads is left alone (it never runs there).
 """
 
 from __future__ import annotations
@@ -38,12 +38,13 @@ _HOLDERS = (ast.List, ast.Tuple, ast.Dict)
 
 def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | None] | None:
     """``(attribute, the device to make ``node`` on, or None: not sure)`` where ``node`` (a
-    call of the creator ``name`` in ``__init__`` of a module) is made in a lambda ``__init__``
-    keeps on ``self.<attribute>`` and another method of the class reads; else None."""
+    call of the creator ``name`` in a method building a module: ``__init__``, or one only it
+    calls) is made in a lambda that method keeps on ``self.<attribute>`` and another method
+    of the class reads; else None."""
     facts = port_facts(ctx)
     scope = facts.scope_of.get(id(node))
-    init = method_of_a_module(scope)
-    if scope is None or init is None or scope.cls is None or init.name != "__init__":
+    init = method_of_a_module(scope)  # `__init__`, or a method only it calls (`self.build()`)
+    if scope is None or init is None or scope.cls is None:
         return None
     cls = scope.cls
     if zero_dim(node, name) or moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
@@ -79,14 +80,8 @@ def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | Non
         isinstance(n, ast.Name) and n.id == me and not isinstance(n.ctx, ast.Load)
         for n in ast.walk(init)
     )
-    read_in_init = any(
-        isinstance(n, ast.Attribute)
-        and n.attr == attr
-        and isinstance(n.ctx, ast.Load)
-        and isinstance(n.value, ast.Name)
-        and n.value.id == me
-        for n in ast.walk(init)
-    )
+    own_init = next((m for m in cls.body if getattr(m, "name", "") == "__init__"), init)
+    read_in_init = any(_reads(m, attr) for m in {id(init): init, id(own_init): own_init}.values())
     sure = not shadowed and not read_in_init and init_holds_weights(cls, facts)
     return attr, f"next({me}.parameters()).device" if sure else None
 

@@ -157,7 +157,7 @@ class TensorOnCpuInModule(Rule):
             held = held_apart(node, name, method, facts.parents, ctx.qualname)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
-            elif method.name == "__init__" and scope.cls and (lam := held_lambda(node, name, ctx)):
+            elif lam := held_lambda(node, name, ctx):  # `self.f = lambda n: torch.zeros(n)`
                 fix = Fix(_placing(node, name, lam[1], ctx), FixSafety.SAFE) if lam[1] else None
                 yield ctx.finding(self, node, message=HELD_LAMBDA.format(name=lam[0]), fix=fix)
             return
