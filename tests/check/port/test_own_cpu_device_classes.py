@@ -301,3 +301,41 @@ def test_a_device_read_from_the_parameters_with_a_cpu_fallback_is_no_leftover() 
     assert not port.remaining, port.remaining
     (run,) = ports_on_sim_or_stops([(_PARAMETERS_DEVICE, port.source)])
     assert run.get("same") and set(run["devices"]) == {"sim:0"}, run
+
+
+_CLASS_BODY = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    {bound}
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return {use}
+
+
+torch.manual_seed(0)
+model = Net()
+OUT.append(model(torch.randn(2, 3)))
+"""
+_CLASS_BODY_FORMS = {  # the lambda the class body binds, how forward uses it
+    "a static method": ("f = staticmethod(lambda n: torch.zeros(n))", "self.fc(x) + self.f(3)"),
+    "a method": ("g = lambda self, t: t + torch.ones(3)", "self.g(self.fc(x))"),
+    "a class method": ("h = classmethod(lambda cls, n: torch.full((n,), 2.0))", "self.h(3) * x"),
+}
+
+
+def test_a_lambda_a_module_class_binds_in_its_body_is_said() -> None:
+    """Bound by the class body, not by ``__init__``: reported at its line (TP504), never
+    "0 left"; the CPU run unchanged."""
+    programs = [_CLASS_BODY.format(bound=b, use=u) for b, u in _CLASS_BODY_FORMS.values()]
+    ports = [port_text(p, "main.py") for p in programs]
+    for (bound, _), program, port in zip(_CLASS_BODY_FORMS.values(), programs, ports, strict=True):
+        at = port.source.splitlines().index(f"    {bound}") + 1
+        assert ("TP504", at) in [(f.code, f.line) for f in port.remaining], port.remaining
+        assert port_text(port.source, "main.py").source == port.source
+        _on_the_cpu(program, port.source)

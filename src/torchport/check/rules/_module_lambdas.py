@@ -9,7 +9,10 @@ device=next(self.parameters()).device)``), where that device is sure to be there
 of ``__init__`` (or of a method only ``__init__`` calls, ``self.build()``), ``self`` is that
 method's first parameter and no parameter of the lambda (nor another binding there) takes
 its name, ``__init__`` gives the module weights, and neither reads ``self.X`` (the lambda
-runs after the module is built). Else reported, with no fix. A lambda no other method reads is left alone (it never runs there).
+runs after the module is built). Else reported, with no fix. A lambda no other method
+reads is left alone (it never runs there). A lambda the class body binds (``f =
+staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``) is
+reported (:func:`class_lambda`).
 """
 
 from __future__ import annotations
@@ -25,19 +28,25 @@ from torchport.check.rules._module_tensors import (
 )
 from torchport.check.rules._port import port_facts
 
-__all__ = ["HELD_LAMBDA", "held_lambda"]
+__all__ = ["class_lambda", "held_lambda"]
 
-HELD_LAMBDA = (
+_HELD_LAMBDA = (
     "the lambda kept in `self.{name}` makes this tensor on the CPU each time it runs: "
     "`model.to(device)` does not move it; make it on the module's device "
     "(`device=next(self.parameters()).device`)"
+)
+
+_CLASS_LAMBDA = (
+    "the lambda the class binds to `{name}` makes this tensor on the CPU each time it runs: "
+    "`model.to(device)` does not move it; make it on its input's device, or write it as a "
+    "method making it on the module's device (`next(self.parameters()).device`)"
 )
 
 _HOLDERS = (ast.List, ast.Tuple, ast.Dict)
 
 
 def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | None] | None:
-    """``(attribute, the device to make ``node`` on, or None: not sure)`` where ``node`` (a
+    """``(message, the device to make ``node`` on, or None: not sure)`` where ``node`` (a
     call of the creator ``name`` in a method building a module: ``__init__``, or one only it
     calls) is made in a lambda that method keeps on ``self.<attribute>`` and another method
     of the class reads; else None."""
@@ -83,7 +92,8 @@ def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | Non
     own_init = next((m for m in cls.body if getattr(m, "name", "") == "__init__"), init)
     read_in_init = any(_reads(m, attr) for m in {id(init): init, id(own_init): own_init}.values())
     sure = not shadowed and not read_in_init and init_holds_weights(cls, facts)
-    return attr, f"next({me}.parameters()).device" if sure else None
+    message = _HELD_LAMBDA.format(name=attr)
+    return message, f"next({me}.parameters()).device" if sure else None
 
 
 def _names_bound(lam: ast.Lambda) -> set[str]:
@@ -107,3 +117,36 @@ def _reads(method: ast.stmt, attr: str) -> bool:
         and n.value.id == own
         for n in ast.walk(method)
     )
+
+
+def class_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
+    """TP504's message where a module class binds in its body a lambda making ``node`` (``f =
+    staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``),
+    to a name one of its methods reads as ``self.<name>``: reported (which device the
+    lambda's tensor belongs on is its caller's); else None."""
+    if zero_dim(node, name):
+        return None
+    facts = port_facts(ctx)
+    parents = facts.parents
+    lam: ast.AST | None = parents.get(id(node))
+    while lam is not None and not isinstance(lam, ast.Lambda | ast.FunctionDef | ast.ClassDef):
+        lam = parents.get(id(lam))
+    holder = parents.get(id(lam)) if isinstance(lam, ast.Lambda) else None
+    if isinstance(holder, ast.Call) and getattr(holder.func, "id", "") in _WRAPS:
+        holder = parents.get(id(holder))  # `staticmethod(lambda ...)`
+    cls = parents.get(id(holder))
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(target := holder.targets[0], ast.Name)
+        and isinstance(cls, ast.ClassDef)
+    ):
+        return None
+    methods = [m for m in cls.body if isinstance(m, ast.FunctionDef)]
+    if not any(method_of_a_module(facts.scope_of.get(id(m.body[0]))) for m in methods):
+        return None  # not a module's class
+    read = any(_reads(m, target.id) for m in methods)
+    return _CLASS_LAMBDA.format(name=target.id) if read else None
+
+
+_WRAPS = frozenset({"staticmethod", "classmethod"})

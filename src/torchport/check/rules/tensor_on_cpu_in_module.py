@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._module_lambdas import HELD_LAMBDA, held_lambda
+from torchport.check.rules._module_lambdas import class_lambda, held_lambda
 from torchport.check.rules._module_tensors import (
     CPU_DEFAULT,
     HELD_APART,
@@ -152,6 +152,8 @@ class TensorOnCpuInModule(Rule):
         if scope is None or method is None:
             if cpu_default_of_a_method(node, name, facts, ctx):  # `def f(self, w=torch.ones(2))`
                 yield ctx.finding(self, node, message=CPU_DEFAULT)
+            elif said := class_lambda(node, name, ctx):  # `f = staticmethod(lambda n: ...)`
+                yield ctx.finding(self, node, message=said)
             return
         if builds_the_module(method, scope.cls, ctx):  # `__init__`, or only it calls it
             held = held_apart(node, name, method, facts.parents, ctx.qualname)
@@ -159,7 +161,7 @@ class TensorOnCpuInModule(Rule):
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
             elif lam := held_lambda(node, name, ctx):  # `self.f = lambda n: torch.zeros(n)`
                 fix = Fix(_placing(node, name, lam[1], ctx), FixSafety.SAFE) if lam[1] else None
-                yield ctx.finding(self, node, message=HELD_LAMBDA.format(name=lam[0]), fix=fix)
+                yield ctx.finding(self, node, message=lam[0], fix=fix)
             return
         if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
