@@ -183,21 +183,7 @@ _KEPT_FORMS = {  # how the class that keeps the model comes by its "cpu" device
 }
 
 
-@pytest.mark.parametrize(
-    "form",
-    [
-        pytest.param(
-            name,
-            id=name,
-            marks=()
-            if name == "an __init__ parameter"
-            else pytest.mark.xfail(
-                strict=True, reason="h31p: a kept model's class with its CPU device from elsewhere"
-            ),
-        )
-        for name in _KEPT_FORMS
-    ],
-)
+@pytest.mark.parametrize("form", list(_KEPT_FORMS))  # (p31m: each reported, TP501)
 def test_a_class_that_keeps_the_model_on_its_own_cpu_device_is_placed_or_said(form: str) -> None:
     body, call = _KEPT_FORMS[form]
     remaining, result = _on_sim()[_KEPT_PROGRAM.format(body=body, call=call)]
@@ -265,13 +251,11 @@ OUT.append(model(x))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="h31p: a module moving its input to its own 'cpu' device")
 def test_a_module_that_moves_its_input_to_its_own_cpu_device_is_placed_or_said() -> None:
     remaining, result = _on_sim()[_WRAPPER]
     assert "error" not in result or remaining, result
 
 
-@pytest.mark.xfail(strict=True, reason="h31p: a lambda kept on a module attribute makes a tensor")
 def test_a_lambda_kept_on_a_module_attribute_is_placed_or_said() -> None:
     remaining, result = _on_sim()[_LAMBDA_ATTRIBUTE]
     assert "error" not in result or remaining, result
@@ -313,7 +297,6 @@ OUT.append(w.detach())
 """
 
 
-@pytest.mark.xfail(strict=True, reason="h31p: a module making its state on its own 'cpu' device")
 def test_a_module_that_makes_its_state_on_its_own_cpu_device_is_placed_or_said() -> None:
     remaining, result = _on_sim()[_RNN_STATE]
     assert "error" not in result or remaining, result

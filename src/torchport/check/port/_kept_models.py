@@ -10,7 +10,16 @@ and ``self.device = device``. The same class is also written:
   ``Base.__init__(self, device)``): what the base's ``__init__`` stores, each parameter
   mapped to what the call hands it (:func:`base_call`, :func:`base_of`);
 * with the device set by a method (``def to(self, d): self.device = d``, ``set_device``):
-  the device is where the last such call on the object says (:func:`setters_of`).
+  the device is where the last such call on the object says (:func:`setters_of`);
+* with the device from elsewhere than a parameter of its own: a key of ``**kwargs``
+  defaulting to the CPU (``kwargs.get("device", "cpu")``: read as a keyword-only
+  parameter, :func:`kwargs_key`), a property returning another attribute
+  (``self._device``: :func:`through_properties`), a class attribute, or any value naming
+  the CPU and no other device (``getattr(config, "device", "cpu")``): the CPU where the
+  call hands nothing else (:func:`may_be_cpu`, :func:`class_cpu`).
+
+The same holds where the class is the model itself (an ``nn.Module`` moving its input, or
+making its state, on ``self.device``): the instance is what keeps its inputs there.
 
 Syntax only; a shape not read here is no kept class (the caller's answer stands).
 """
@@ -19,22 +28,29 @@ from __future__ import annotations
 
 import ast
 
+from torchport._device_types import CPU, DEVICE_TYPES
 from torchport.check._context import Context
 from torchport.check._nodes import sole_target
 
 __all__ = [
     "base_call",
     "base_of",
+    "class_cpu",
     "cpu_constant",
     "dataclass_fields",
     "inputs_moved_to",
+    "kwargs_key",
+    "may_be_cpu",
     "own_init",
+    "plain_reads",
     "set_later",
     "setters_of",
+    "through_properties",
 ]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FIELD_WORDS = frozenset({"default", "default_factory", "repr", "compare", "hash", "metadata"})
+_OTHER_DEVICES = DEVICE_TYPES - {CPU}
 _DECORATOR_WORDS = frozenset({"eq", "order", "frozen", "repr", "unsafe_hash", "slots"})
 
 
@@ -183,11 +199,137 @@ def setters_of(classes: list[ast.ClassDef], attr: str, init: ast.AST | None) -> 
 
 def cpu_constant(value: ast.expr | None) -> bool:
     """``"cpu"`` or ``torch.device("cpu")`` (module text)."""
+    value = _inside_device(value)
+    return isinstance(value, ast.Constant) and value.value == "cpu"
+
+
+def _inside_device(value: ast.expr | None) -> ast.expr | None:
+    """``x`` of ``torch.device(x)`` (module text); else ``value``."""
     if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         func = value.func
         if getattr(func, "attr", getattr(func, "id", None)) == "device":
-            value = value.args[0]
-    return isinstance(value, ast.Constant) and value.value == "cpu"
+            return value.args[0]
+    return value
+
+
+def may_be_cpu(value: ast.expr | None) -> bool:
+    """A value that names the CPU and no other device: ``"cpu"`` anywhere in it
+    (``getattr(config, "device", "cpu")``, ``torch.device(opts.get("device", "cpu"))``), and
+    no other device string nor an availability test (a CUDA-or-CPU choice is TP109's)."""
+    if value is None:
+        return False
+    cpu = False
+    for node in ast.walk(value):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            word = node.value.split(":")[0]
+            if word == CPU:
+                cpu = True
+            elif word in _OTHER_DEVICES:
+                return False
+        elif isinstance(node, ast.Attribute) and node.attr in ("is_available", "device_count"):
+            return False
+    return cpu
+
+
+def kwargs_key(value: ast.expr | None, kwargs: str | None) -> str | None:
+    """``k`` of ``kwargs.get("k", "cpu")`` (``kwargs``: the ``**`` parameter's name), or of
+    ``torch.device(kwargs.get(...))``: a keyword-only parameter defaulting to the CPU."""
+    if kwargs is None:
+        return None
+    value = _inside_device(value)  # `torch.device(kwargs.get(...))`
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("get", "pop")
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == kwargs
+        and len(value.args) == 2
+        and not value.keywords
+        and isinstance(value.args[0], ast.Constant)
+        and isinstance(value.args[0].value, str)
+        and cpu_constant(value.args[1])
+    ):
+        return None
+    return value.args[0].value
+
+
+def class_cpu(classes: list[ast.ClassDef], attr: str) -> bool:
+    """Whether the first of ``classes`` (a class and its bases) whose body binds ``attr``
+    binds it to a value :func:`may_be_cpu` takes for the CPU (``device = "cpu"``), or as a
+    property returning one (``return torch.device("cpu")``)."""
+    for cls in classes:
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                    return may_be_cpu(stmt.value)
+            elif isinstance(stmt, _FUNCTIONS) and stmt.name == attr:  # a property's one return
+                body = [b for b in stmt.body if not _docstring(b)]
+                ret = body[0] if len(body) == 1 and stmt.decorator_list else None
+                return isinstance(ret, ast.Return) and may_be_cpu(ret.value)
+    return False
+
+
+def _docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def through_properties(classes: list[ast.ClassDef], attrs: frozenset[str]) -> frozenset[str]:
+    """``attrs`` and the attributes read by the properties among them: a ``@property``
+    ``device`` of one of ``classes`` whose body is ``return self._device`` (or
+    ``torch.device(self._device)``) adds ``_device``."""
+    found = set(attrs)
+    for cls in classes:
+        for stmt in cls.body:
+            if not (isinstance(stmt, _FUNCTIONS) and stmt.name in attrs):
+                continue
+            decorators = [getattr(d, "id", None) for d in stmt.decorator_list]
+            params = [*stmt.args.posonlyargs, *stmt.args.args]
+            if decorators != ["property"] or len(params) != 1 or len(stmt.body) != 1:
+                continue
+            value = stmt.body[0].value if isinstance(stmt.body[0], ast.Return) else None
+            value = _inside_device(value)
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == params[0].arg
+            ):
+                found.add(value.attr)
+    return frozenset(found)
+
+
+def plain_reads(cls: ast.ClassDef, init: ast.AST | None) -> bool:
+    """Whether every read of the attributes ``cls``'s methods move values to
+    (:func:`inputs_moved_to`, through its properties) is such a move, ``device=``, or a
+    property's return: a ``torch.device`` there in place of ``"cpu"`` changes nothing else
+    (no ``self.device == "cpu"``, no ``str(self.device)``)."""
+    attrs = through_properties([cls], inputs_moved_to(cls, init))
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS) or method is init:
+            continue
+        params = [*method.args.posonlyargs, *method.args.args]
+        if not params:
+            continue
+        own = params[0].arg
+        uses: set[int] = set()
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "to":
+                uses.update(id(a) for a in node.args[:1])
+            if isinstance(node, ast.Call):
+                uses.update(id(k.value) for k in node.keywords if k.arg == "device")
+            elif isinstance(node, ast.Return) and node.value is not None:
+                uses.add(id(node.value))
+        for node in ast.walk(method):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and node.attr in attrs
+                and isinstance(node.value, ast.Name)
+                and node.value.id == own
+                and id(node) not in uses
+            ):
+                return False
+    return True
 
 
 def set_later(call: ast.Call, setters: tuple[str, ...], ctx: Context) -> list[ast.expr] | None:

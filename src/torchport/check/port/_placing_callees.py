@@ -40,27 +40,32 @@ from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check._nodes import sole_target
-from torchport.check.port._device_flow import NOT_FORWARD
-from torchport.check.port._given_devices import cpu_here
 from torchport.check.port._kept_models import (
     base_call,
     base_of,
+    class_cpu,
     cpu_constant,
     dataclass_fields,
     inputs_moved_to,
+    kwargs_key,
+    may_be_cpu,
     own_init,
     set_later,
     setters_of,
+    through_properties,
 )
 from torchport.check.port._module_files import module_facts
 from torchport.check.port._script_path import module_function_called, script_lookups
 from torchport.check.semantic._binding import BindingKind
 
-TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
-if TYPE_CHECKING:
-    from torchport.check.port._facts import PortFacts, PortScope
-
-__all__ = ["moved_parameters_of", "placed_by_callee", "placing_call"]
+__all__ = [
+    "argument",
+    "device_left",
+    "handed_to_placing_callee",
+    "moved_of_call",
+    "moved_parameters_of",
+    "placing_call",
+]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -68,10 +73,13 @@ _CHAIN = frozenset({"eval", "train", "float", "double", "half", "bfloat16", "req
 _BINDS = (ast.Expr, ast.Assign, ast.AnnAssign)
 _EXITS = (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)
 # ((moved position, moved name), (device position, device name), kept); position -1:
-# keyword-only, -2: no parameter (an attribute set to the CPU); kept: stored as it is, the
-# class moving its inputs to the device instead (a tuple: the methods that set that device)
-Moved = tuple[tuple[tuple[int, str], tuple[int, str], bool | tuple[str, ...]], ...]
+# keyword-only, -2: no parameter (an attribute set to the CPU), -3: the instance itself
+# (`_SELF`); kept: stored as it is, the class moving its inputs to the device instead (a
+# tuple: the methods that set that device)
+Kept = bool | tuple[str, ...]
+Moved = tuple[tuple[tuple[int, str], tuple[int, str], Kept], ...]
 _CACHE: dict[str, tuple[tuple[int, int], dict[str, Moved]]] = {}
+_SELF = "(self)"
 CpuTest = Callable[[ast.expr], bool]  # whether a device expression names the CPU there
 
 
@@ -96,13 +104,18 @@ def moved_parameters_of(
 
     found, stored, constants = _read_init(func, shift, chain)
     if kept_to is not None:
+        kept_to = through_properties([*chain], kept_to)  # `self.device` a property of `_device`
+        own = (positional or [""])[0] if shift else ""  # a class attribute `device = "cpu"`:
+        constants |= {a for a in kept_to if class_cpu([*chain], a) and not _sets(func, own, a)}
         devices = {at: d for at, d in stored.items() if at in kept_to}
         moved_names = {p for (_, p), _, _ in found}
-        for p in sorted(set(stored.values()) - set(devices.values()) - moved_names):
+        # `_SELF`: the instance itself keeps its inputs there (an `nn.Module` moving its input)
+        for p in [_SELF, *sorted(set(stored.values()) - set(devices.values()) - moved_names)]:
+            at_p = (-3, p) if p == _SELF else where(p)
             for at, d in sorted(devices.items()):
-                found.append((where(p), where(d), setters_of([*chain], at, func) or True))
+                found.append((at_p, where(d), setters_of([*chain], at, func) or True))
             for at in sorted(constants & kept_to):  # `self.device = "cpu"`: the CPU, or a setter's
-                found.append((where(p), (-2, f"self.{at}"), setters_of([*chain], at, func)))
+                found.append((at_p, (-2, f"self.{at}"), setters_of([*chain], at, func)))
     return tuple(found)
 
 
@@ -122,6 +135,7 @@ def _read_init(
         return (positional.index(name) - shift if name in positional else -1, name)
 
     own = (positional or [""])[0] if shift else ""
+    kwargs = a.kwarg.arg if a.kwarg else None  # `kwargs.get("device", "cpu")`: a parameter
     rebound: set[str] = set()
     attributes: dict[str, str] = {}  # `self.device = device`: `self.device` is `device`
     stored: dict[str, str] = {}  # `self.model = model`, never rebound after
@@ -148,6 +162,10 @@ def _read_init(
                 stored.clear()
                 constants.clear()
         given = _parameter_stored(stmt, own)
+        key = kwargs_key(getattr(stmt, "value", None), kwargs) if given is None else None
+        if key is not None and _cpu_stored(stmt, own) and kwargs not in rebound:
+            params.add(key)
+            given = stmt.targets[0].attr, key  # type: ignore[attr-defined]
         if given is not None and given[1] in params and given[1] not in rebound:
             attributes[given[0]] = stored[given[0]] = given[1]
         elif given is None and _cpu_stored(stmt, own):
@@ -198,12 +216,13 @@ def _inherited(
 
 
 def _cpu_stored(stmt: ast.stmt, own: str) -> bool:
-    """``self.a = "cpu"`` (or ``torch.device("cpu")``)."""
+    """``self.a = "cpu"`` (or ``torch.device("cpu")``, or a value naming the CPU alone:
+    ``getattr(config, "device", "cpu")``)."""
     return (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
         and _attribute_of(stmt.targets[0], own)
-        and cpu_constant(stmt.value)
+        and (cpu_constant(stmt.value) or may_be_cpu(stmt.value))
     )
 
 
@@ -253,6 +272,10 @@ def _parameter_stored(stmt: ast.stmt, own: str) -> tuple[str, str] | None:
     if not isinstance(value, ast.Name):
         return None
     return stmt.targets[0].attr, value.id  # type: ignore[attr-defined]
+
+
+def _sets(func: ast.AST, own: str, attr: str) -> bool:
+    return any(_attribute_of(n, own) and n.attr == attr for n in ast.walk(func))  # type: ignore[attr-defined]
 
 
 def _attribute_of(node: ast.AST, own: str) -> bool:
@@ -330,7 +353,7 @@ def _callables_of(tree: ast.Module) -> dict[str, Moved]:
     return found
 
 
-def _moved_of_call(call: ast.Call, ctx: Context) -> Moved:
+def moved_of_call(call: ast.Call, ctx: Context) -> Moved:
     """The moved parameters of what ``call`` calls (module text); () when not known."""
     func = call.func
     if isinstance(func, ast.Name):
@@ -380,7 +403,7 @@ def _cls_of_classmethod(func: ast.Name, param: ast.AST, ctx: Context) -> Moved:
     return ()
 
 
-def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
+def argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
     """What ``call`` hands to the parameter (``position``, ``name``); None: nothing, or
     not known (a ``*args`` before it)."""
     for k in call.keywords:
@@ -402,22 +425,29 @@ def placing_call(call: ast.Call, arg: ast.expr, ctx: Context, cpu: CpuTest) -> s
     for the CPU (module text; a constant other than a device string is taken for it); else
     the device parameter's name (the callee moves it where its default, or the CPU, says: a
     ``.to(device)`` before would be undone); None: no such call."""
-    for (p_at, p), (d_at, d), kept in _moved_of_call(call, ctx):
-        if _argument(call, p_at, p) is arg:
-            if isinstance(kept, tuple) and kept:  # `clf.to(device)` sets where its inputs go
-                later = set_later(call, kept, ctx)
-                if later is None or (later and cpu(later[-1])):
-                    return d
-                if later:
-                    continue  # the program's device, set before any use: its caller moves it
-            device = _argument(call, d_at, d)
-            if device is None or (isinstance(device, ast.Constant) and device.value is None):
-                return d
-            if cpu(device):
-                return d
-            if not kept:
-                return ""
+    for (p_at, p), (d_at, d), kept in moved_of_call(call, ctx):
+        if p_at != -3 and argument(call, p_at, p) is arg:
+            left = device_left(call, (d_at, d), kept, ctx, cpu)
+            if left is not None:
+                return left
     return None  # (a kept model handed the program's device: its caller moves it)
+
+
+def device_left(
+    call: ast.Call, device: tuple[int, str], kept: Kept, ctx: Context, cpu: CpuTest
+) -> str | None:
+    """The device parameter's name where ``call`` leaves it to the CPU; "" where it hands
+    it the program's device and the callee moves the model; None: its caller moves it."""
+    if isinstance(kept, tuple) and kept:  # `clf.to(device)` sets where its inputs go
+        later = set_later(call, kept, ctx)
+        if later is None or (later and cpu(later[-1])):
+            return device[1]
+        if later:
+            return None  # the program's device, set before any use: its caller moves it
+    given = argument(call, *device)
+    if given is None or (isinstance(given, ast.Constant) and given.value is None) or cpu(given):
+        return device[1]
+    return None if kept else ""
 
 
 def handed_to_placing_callee(
@@ -457,13 +487,3 @@ def handed_to_placing_callee(
         if isinstance(call, ast.Call) and call.func is up and up.attr not in not_forward:
             return None  # `model.generate(x)`: run on the CPU first
     return None
-
-
-def placed_by_callee(expr: ast.AST | None, facts: PortFacts, at: PortScope) -> str | None:
-    """TP501's question: the model ``expr`` builds in ``at`` handed to a project callable
-    that moves it: "" where it is given a device not the CPU (``_given_devices.cpu_here``),
-    else that callable's device parameter's name; None: not handed to one."""
-    if not isinstance(expr, ast.expr):
-        return None
-    cpu = cpu_here(facts)
-    return handed_to_placing_callee(expr, facts.ctx, NOT_FORWARD, lambda d: cpu(d, at))

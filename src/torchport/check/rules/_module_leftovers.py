@@ -12,6 +12,10 @@ TP504's other findings (its rule file finds the tensors a method makes itself):
   children of the module, so ``.to(device)`` leaves their weights on the CPU. Reported:
   ``nn.ModuleList`` would register them, which changes the ``state_dict``'s keys and what
   an optimizer built from ``model.parameters()`` trains;
+* a submodule whose class keeps its tensors on its own device (``x.to(self.device)``,
+  ``torch.zeros(..., device=self.device)``), built where that device is left to the CPU
+  (``self.enc = Enc()`` with ``Enc(device="cpu")``): reported
+  (:mod:`~torchport.check.port._class_devices`);
 * a module's own CUDA-or-CPU device (``self.device = torch.device("cuda" if
   torch.cuda.is_available() else "cpu")``) read in the class: on an accelerator that is
   not CUDA (MPS, XPU) it is the CPU while the port puts the model on ``device``.
@@ -86,6 +90,12 @@ def module_leftovers(
             yield own, OWN_DEVICE.format(name=own.attr), None
         return
     if facts.known.builds(node, lambda _: False):
+        from torchport.check.port._class_devices import submodule_device_left
+
+        left = submodule_device_left(node, facts, scope)  # `self.enc = Enc()`, its own CPU
+        if left is not None:
+            yield node, left, None
+            return
         held = _plain_container(node, scope, facts)
         if held is not None:
             kind = "dict" if held[1] else "list"

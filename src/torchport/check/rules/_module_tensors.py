@@ -35,6 +35,7 @@ __all__ = [
     "class_assignments",
     "cpu_default_of_a_method",
     "held_apart",
+    "init_holds_weights",
     "moved_or_kept_on_the_cpu",
     "subclasses_optimizer",
     "submodules",
@@ -283,7 +284,7 @@ def device_of_the_inputs(
                 return f"{param.arg}.device"  # given to a submodule: a tensor
     if cls is None or _called_by_init(method.name, cls, facts.ctx):
         return None
-    if not _init_holds_weights(cls, facts):
+    if not init_holds_weights(cls, facts):
         return None
     if may_run_in_a_base_init(method, cls, facts):
         return None  # a hook a base class's `__init__` calls: no parameters yet
@@ -313,7 +314,7 @@ def may_run_in_a_base_init(method: ast.FunctionDef, cls: ast.ClassDef, facts: Po
     return bool(answers[method.name])
 
 
-def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
+def init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     """Whether ``__init__`` of ``cls`` gives the module weights: ``self.fc = nn.Linear(...)``,
     ``self.w = nn.Parameter(...)``, ``self.register_parameter(...)``. Without them (a module
     of options, ``Combination`` subclasses, weights built by a base class of another

@@ -56,9 +56,10 @@ class ModelNotOnDevice(Rule):
     A model handed to a project callable that moves it to the device it is handed
     (`cls(model, device=device)` whose `__init__` runs `self.model = model.to(device)`) is
     placed there: not reported; where that device is left to its default or the CPU,
-    reported, not moved (the callee would undo it). A model the program puts on the CPU itself
-    (`Net().cpu()`, `.to("cpu")`) is left there, and the port's moves in the file are
-    reported, not written (TP503 names it).
+    reported, not moved (the callee would undo it); so is a model whose class moves its input,
+    or makes its state, on its own CPU `self.device` (one left to a parameter's default is
+    handed `device=device` too). A model the program puts on the CPU itself (`Net().cpu()`,
+    `.to("cpu")`) is left there, and the port's moves are reported, not written (TP503).
     """
 
     code = "TP501"
@@ -120,7 +121,7 @@ class ModelNotOnDevice(Rule):
         if scope is None:
             return
         expr = _the_whole_model_expression(node, facts)
-        from torchport.check.port._placing_callees import placed_by_callee  # on first use
+        from torchport.check.port._class_devices import own_device_left, placed_by_callee
 
         handed = placed_by_callee(expr, facts, scope)  # "": a callee places it; a name: the CPU
         if expr is None or handed == "" or _dropped_or_moved_later(expr, scope, facts):
@@ -137,6 +138,11 @@ class ModelNotOnDevice(Rule):
         if device_guard(node, ctx, arms=False) is Guard.AVAILABILITY:
             return  # `Net().cuda() if use_cuda else Net()`: the program's CUDA-or-CPU arm
         found = facts.device_at(node)
+        left = own_device_left(node, facts, scope, found)  # `x.to(self.device)` in its forward
+        if left is not None:  # handed the program's device by keyword where that places it
+            fix = Fix(left[1], FixSafety.SAFE) if left[1] else None
+            yield ctx.finding(self, node, message=left[0], fix=fix)
+            return
         if found is None or receiver_owner(node, "to", ctx) is Owner.OTHER:
             own = facts.own_placement  # (or a class with a `to` of its own: reported)
             said = own and _OWN.format(call=short_call(own), line=own.lineno)

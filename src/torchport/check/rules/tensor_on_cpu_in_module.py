@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._module_lambdas import class_lambda, held_lambda
 from torchport.check.rules._module_tensors import (
     CPU_DEFAULT,
     HELD_APART,
@@ -45,6 +46,10 @@ class TensorOnCpuInModule(Rule):
     parameters when no input tensor is at hand, so it works wherever it is. Not
     the parameters' device where the module may have none yet: in a method
     `__init__` calls, or when `__init__` builds no weights (reported, no fix).
+
+    A tensor made by a lambda `__init__` keeps on an attribute (`self.f = lambda n:
+    torch.zeros(n)`) is made on the module's parameters' device when the lambda runs
+    (`device=next(self.parameters()).device`), or reported where they may not be there yet.
 
     A tensor that `__init__` keeps in a plain attribute (`self.scale =
     torch.tensor([2.0])`, or a torch function of one: `torch.sqrt(torch.FloatTensor([d]))`,
@@ -147,11 +152,16 @@ class TensorOnCpuInModule(Rule):
         if scope is None or method is None:
             if cpu_default_of_a_method(node, name, facts, ctx):  # `def f(self, w=torch.ones(2))`
                 yield ctx.finding(self, node, message=CPU_DEFAULT)
+            elif said := class_lambda(node, name, ctx):  # `f = staticmethod(lambda n: ...)`
+                yield ctx.finding(self, node, message=said)
             return
         if builds_the_module(method, scope.cls, ctx):  # `__init__`, or only it calls it
             held = held_apart(node, name, method, facts.parents, ctx.qualname)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
+            elif lam := held_lambda(node, name, ctx):  # `self.f = lambda n: torch.zeros(n)`
+                fix = Fix(_placing(node, name, lam[1], ctx), FixSafety.SAFE) if lam[1] else None
+                yield ctx.finding(self, node, message=lam[0], fix=fix)
             return
         if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return

@@ -1,0 +1,152 @@
+"""A lambda a module keeps on an attribute that makes a tensor on the CPU (issue 31, TP504).
+
+``self.shift = lambda t: t + torch.ones(3)`` (or ``self.f = lambda n: torch.zeros(n)``) in
+``__init__``, called in ``forward``: ``model.to(device)`` moves the module's weights, and
+the lambda makes its tensor on the CPU each time it runs. The invariant: placed on the
+module's parameters' device, read when the lambda runs (``torch.ones(3,
+device=next(self.parameters()).device)``), where that device is sure to be there: the lambda
+(alone, or an item of a list, tuple or dict literal) is bound to ``self.X`` by a statement
+of ``__init__`` (or of a method only ``__init__`` calls, ``self.build()``), ``self`` is that
+method's first parameter and no parameter of the lambda (nor another binding there) takes
+its name, ``__init__`` gives the module weights, and neither reads ``self.X`` (the lambda
+runs after the module is built). Else reported, with no fix. A lambda no other method
+reads is left alone (it never runs there). A lambda the class body binds (``f =
+staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``) is
+reported (:func:`class_lambda`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check.rules._module_tensors import (
+    init_holds_weights,
+    method_of_a_module,
+    moved_or_kept_on_the_cpu,
+    zero_dim,
+)
+from torchport.check.rules._port import port_facts
+
+__all__ = ["class_lambda", "held_lambda"]
+
+_HELD_LAMBDA = (
+    "the lambda kept in `self.{name}` makes this tensor on the CPU each time it runs: "
+    "`model.to(device)` does not move it; make it on the module's device "
+    "(`device=next(self.parameters()).device`)"
+)
+
+_CLASS_LAMBDA = (
+    "the lambda the class binds to `{name}` makes this tensor on the CPU each time it runs: "
+    "`model.to(device)` does not move it; make it on its input's device, or write it as a "
+    "method making it on the module's device (`next(self.parameters()).device`)"
+)
+
+_HOLDERS = (ast.List, ast.Tuple, ast.Dict)
+
+
+def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | None] | None:
+    """``(message, the device to make ``node`` on, or None: not sure)`` where ``node`` (a
+    call of the creator ``name`` in a method building a module: ``__init__``, or one only it
+    calls) is made in a lambda that method keeps on ``self.<attribute>`` and another method
+    of the class reads; else None."""
+    facts = port_facts(ctx)
+    scope = facts.scope_of.get(id(node))
+    init = method_of_a_module(scope)  # `__init__`, or a method only it calls (`self.build()`)
+    if scope is None or init is None or scope.cls is None:
+        return None
+    cls = scope.cls
+    if zero_dim(node, name) or moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
+        return None  # `torch.rand(n).to(...)`
+    parents = facts.parents
+    lam: ast.AST | None = parents.get(id(node))
+    while lam is not None and lam is not init and not isinstance(lam, ast.Lambda):
+        lam = parents.get(id(lam))
+    if not isinstance(lam, ast.Lambda):
+        return None
+    held: ast.AST = lam
+    holder = parents.get(id(lam))
+    while isinstance(holder, _HOLDERS) and not (
+        isinstance(holder, ast.Dict) and held in holder.keys
+    ):
+        held, holder = holder, parents.get(id(holder))
+    params = [*init.args.posonlyargs, *init.args.args]
+    me = params[0].arg if params else None
+    if not (
+        me is not None
+        and isinstance(holder, ast.Assign)
+        and holder.value is held
+        and len(holder.targets) == 1
+        and isinstance(target := holder.targets[0], ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == me
+    ):
+        return None
+    attr = target.attr
+    if not any(_reads(method, attr) for method in cls.body if method is not init):
+        return None
+    shadowed = me in _names_bound(lam) or any(
+        isinstance(n, ast.Name) and n.id == me and not isinstance(n.ctx, ast.Load)
+        for n in ast.walk(init)
+    )
+    own_init = next((m for m in cls.body if getattr(m, "name", "") == "__init__"), init)
+    read_in_init = any(_reads(m, attr) for m in {id(init): init, id(own_init): own_init}.values())
+    sure = not shadowed and not read_in_init and init_holds_weights(cls, facts)
+    message = _HELD_LAMBDA.format(name=attr)
+    return message, f"next({me}.parameters()).device" if sure else None
+
+
+def _names_bound(lam: ast.Lambda) -> set[str]:
+    a = lam.args
+    return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+
+
+def _reads(method: ast.stmt, attr: str) -> bool:
+    """Whether the method ``method`` reads ``<its first parameter>.<attr>``."""
+    if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    params = [*method.args.posonlyargs, *method.args.args]
+    if not params:
+        return False
+    own = params[0].arg
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == attr
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == own
+        for n in ast.walk(method)
+    )
+
+
+def class_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
+    """TP504's message where a module class binds in its body a lambda making ``node`` (``f =
+    staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``),
+    to a name one of its methods reads as ``self.<name>``: reported (which device the
+    lambda's tensor belongs on is its caller's); else None."""
+    if zero_dim(node, name):
+        return None
+    facts = port_facts(ctx)
+    parents = facts.parents
+    lam: ast.AST | None = parents.get(id(node))
+    while lam is not None and not isinstance(lam, ast.Lambda | ast.FunctionDef | ast.ClassDef):
+        lam = parents.get(id(lam))
+    holder = parents.get(id(lam)) if isinstance(lam, ast.Lambda) else None
+    if isinstance(holder, ast.Call) and getattr(holder.func, "id", "") in _WRAPS:
+        holder = parents.get(id(holder))  # `staticmethod(lambda ...)`
+    cls = parents.get(id(holder))
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(target := holder.targets[0], ast.Name)
+        and isinstance(cls, ast.ClassDef)
+    ):
+        return None
+    methods = [m for m in cls.body if isinstance(m, ast.FunctionDef)]
+    if not any(method_of_a_module(facts.scope_of.get(id(m.body[0]))) for m in methods):
+        return None  # not a module's class
+    read = any(_reads(m, target.id) for m in methods)
+    return _CLASS_LAMBDA.format(name=target.id) if read else None
+
+
+_WRAPS = frozenset({"staticmethod", "classmethod"})
