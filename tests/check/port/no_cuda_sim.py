@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from torchport.check.port import port_text
 
 # What both children share: each original on the CPU, then the simulated accelerator.
@@ -105,6 +107,10 @@ def in_a_child(child_source: str, job: Any) -> Any:
             [sys.executable, "-c", child_source, str(path)],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
+    if child.returncode != 0 and "No module named 'torch'" in child.stderr:
+        # at once, not as a failure the conftest turns into a skip after hypothesis has
+        # shrunk and explained it (minutes of ports under its tracer)
+        pytest.skip("runs code that needs torch")
     assert child.returncode == 0, child.stderr[-3000:]
     return json.loads(child.stdout.splitlines()[-1])
 
