@@ -59,7 +59,8 @@ __all__ = ["every_construction_passes"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _INTROSPECTION = frozenset({"eval", "exec", "locals", "globals", "vars"})
-_BASES = frozenset({"object", "torch.nn.Module", "torch.nn.modules.module.Module"})
+# (`abc.ABC`: ABCMeta builds as `type` does, refusing a class with abstract methods left)
+_BASES = frozenset({"object", "torch.nn.Module", "torch.nn.modules.module.Module", "abc.ABC"})
 _CHECKS = frozenset({"isinstance", "issubclass"})
 
 Passes = Callable[[ast.Call], bool]
@@ -121,9 +122,16 @@ class _Scope:
 
     def followed(self, name: str) -> bool:
         """A name no other module reaches, bound once by a ``class`` or a ``def``."""
-        private = name.startswith("_") and not name.endswith("__")
-        in_function = isinstance(self.scope, _FUNCTIONS)
-        return (private or in_function) and self.defined.get(name) == 1 and self._unnamed(name)
+        return self.defined.get(name) == 1 and self._unnamed(name) and self._local(name)
+
+    def _local(self, name: str) -> bool:
+        """Private to the module (or the scope a function), or a public name of a module of
+        its repository that no other file names and no package ships."""
+        if isinstance(self.scope, _FUNCTIONS) or (name.startswith("_") and not name.endswith("__")):
+            return True
+        from torchport.check.rules._project_calls import named_only_here
+
+        return isinstance(self.scope, ast.Module) and named_only_here(self.ctx.path, name)
 
     def only_read(self, name: str) -> bool:
         """No name ``name`` is bound or deleted but by its ``class``, and nothing spells it
@@ -131,14 +139,15 @@ class _Scope:
         loads = all(isinstance(n.ctx, ast.Load) for n in self.names.get(name, []))
         return loads and self._unnamed(name)
 
-    def _unnamed(self, name: str) -> bool:
-        """No ``global``, import, attribute, string or parameter spells ``name``."""
+    def _unnamed(self, name: str, *, attributes: bool = True) -> bool:
+        """No ``global``, import, attribute (where ``attributes``), string or parameter
+        spells ``name``."""
         for node in ast.walk(self.scope):
             if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
                 return False
             if isinstance(node, ast.alias) and name in (node.name, node.asname):
                 return False
-            if isinstance(node, ast.Attribute) and node.attr == name:
+            if attributes and isinstance(node, ast.Attribute) and node.attr == name:
                 return False
             if isinstance(node, ast.Constant) and node.value == name:
                 return False
@@ -212,9 +221,23 @@ class _Scope:
                 if calls is None or (must and not all(passes(c) for c in calls)):
                     return False
                 self.built += len(calls)
+            elif (table := self._default_of_get(name, parent)) is not None:
+                calls = self._registry_calls(table)  # `_R.get(k, C)`: C where `k` is not held
+                if calls is None or (must and not all(passes(c) for c in calls)):
+                    return False
+                self.built += len(calls)
             elif not self._builds_nothing(name, parent):
                 return False
         return True
+
+    def _default_of_get(self, name: ast.Name, parent: ast.AST | None) -> ast.Dict | None:
+        """The registry ``table`` where ``name`` is the default of ``table.get(k, name)``."""
+        if not (isinstance(parent, ast.Call) and len(parent.args) == 2 and parent.args[1] is name):
+            return None
+        func = parent.func
+        if parent.keywords or not (isinstance(func, ast.Attribute) and func.attr == "get"):
+            return None
+        return self._table_of(func.value)
 
     def _builds_nothing(self, name: ast.Name, parent: ast.AST | None) -> bool:
         """An annotation, the class checked by ``isinstance``/``issubclass``, or
@@ -255,10 +278,13 @@ class _Scope:
             return None
         if not isinstance(target, ast.Name) or not self._bound_once(target.id):
             return None
+        owner = self.parents.get(id(bound))
+        if isinstance(owner, ast.ClassDef):  # a class attribute, read as `self._R`, `Owner._R`
+            reads = self._attribute_reads(target.id, owner)
+        else:
+            reads = [m for m in self.names.get(target.id, []) if m is not target]
         calls: list[ast.Call] = []
-        for mention in self.names.get(target.id, []):
-            if mention is target:
-                continue
+        for mention in reads or ():
             if self._asks_keys(mention):
                 continue  # `k in _R`, `_R.keys()`: no class is read
             read = self._read(mention)
@@ -268,22 +294,47 @@ class _Scope:
             if found is None:
                 return None
             calls.extend(found)
-        return calls
+        return None if reads is None else calls
+
+    def _attribute_reads(self, name: str, owner: ast.ClassDef) -> list[ast.expr] | None:
+        """Every mention of the class attribute ``name`` of ``owner``: ``self.name`` in its
+        methods or ``Owner.name`` (None: the name read bare or of any other object)."""
+        if len(self.names.get(name, [])) != 1 or not self.only_read(owner.name):
+            return None
+        reads: list[ast.expr] = []
+        for node in ast.walk(self.scope):
+            if not (isinstance(node, ast.Attribute) and node.attr == name):
+                continue
+            value = node.value
+            if not isinstance(node.ctx, ast.Load) or not isinstance(value, ast.Name):
+                return None
+            own = value.id == "self" and self._within(node, owner.name)
+            if value.id != owner.name and not own:
+                return None
+            reads.append(node)
+        return reads
+
+    def _table_of(self, receiver: ast.expr) -> ast.Dict | None:
+        """The dict literal a registry read's receiver (``_R``, ``self._R``) is bound to."""
+        name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
+        stores = [n for n in self.names.get(name or "", []) if isinstance(n.ctx, ast.Store)]
+        bound = self.parents.get(id(stores[0])) if len(stores) == 1 else None
+        value = getattr(bound, "value", None)
+        return value if isinstance(value, ast.Dict) else None
 
     def _bound_once(self, name: str) -> bool:
-        """Followed, and stored exactly once (no ``class``/``def`` of the name)."""
+        """Followed, and stored exactly once (no ``class``/``def`` of the name); a class
+        attribute's reads (``self._R``) are asked by :meth:`_attribute_reads`."""
         stores = [n for n in self.names.get(name, []) if not isinstance(n.ctx, ast.Load)]
-        private = name.startswith("_") and not name.endswith("__")
-        in_function = isinstance(self.scope, _FUNCTIONS)
         return (
-            (private or in_function)
-            and len(stores) == 1
+            len(stores) == 1
             and isinstance(stores[0].ctx, ast.Store)
             and name not in self.defined
-            and self._unnamed(name)
+            and self._unnamed(name, attributes=False)
+            and self._local(name)
         )
 
-    def _asks_keys(self, mention: ast.Name) -> bool:
+    def _asks_keys(self, mention: ast.expr) -> bool:
         """``k in _R``, ``k not in _R`` or ``_R.keys()``."""
         parent = self.parents.get(id(mention))
         if isinstance(parent, ast.Compare):
@@ -294,7 +345,7 @@ class _Scope:
             return isinstance(call, ast.Call) and call.func is parent and not call.args
         return False
 
-    def _read(self, mention: ast.Name) -> ast.expr | None:
+    def _read(self, mention: ast.expr) -> ast.expr | None:
         """``_R[k]`` or ``_R.get(k)``/``_R.get(k, d)`` around ``mention``; None otherwise."""
         parent = self.parents.get(id(mention))
         if isinstance(parent, ast.Subscript) and parent.value is mention:

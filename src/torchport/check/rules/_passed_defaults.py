@@ -104,14 +104,19 @@ def default_never_runs(param: str, ctx: Context) -> bool:
     position = positional.index(param) if param in positional else None
     by_keyword = param not in {p.arg for p in func.args.posonlyargs}
     in_file = nested or (isinstance(holder, ast.Module) and _private(name))
-    if isinstance(target, ast.ClassDef) and in_file:
-        # subclasses and dicts of classes followed (`rules/_class_constructions.py`)
+    public = isinstance(holder, ast.Module) and not in_file and not name.startswith("__")
+    if isinstance(target, ast.ClassDef) and (in_file or public):
+        # subclasses and dicts of classes followed (`rules/_class_constructions.py`); a
+        # public class there only where no other file names it, else as any public name
         from torchport.check.rules._class_constructions import every_construction_passes
 
         def passes(call: ast.Call) -> bool:
             return _passes(call, position, by_keyword, param)
 
-        return every_construction_passes(target, holder, ctx, passes)
+        if every_construction_passes(target, holder, ctx, passes):
+            return True
+        if in_file:
+            return False
     if isinstance(target, ast.ClassDef) and (
         not _plain_class(target, ctx) or _builds_itself(target)
     ):

@@ -66,6 +66,7 @@ from torchport.check.rules._shipped import shipped_module
 __all__ = [
     "every_call_passes",
     "installed_module",
+    "named_only_here",
     "never_called",
     "repository_of",
     "repository_texts",
@@ -122,6 +123,55 @@ def never_called(path: str, name: str) -> bool:
     # no parameter is passed by any call (`param=""`, no position): every call escapes
     answer = remembered(_SEEN, key, lambda: _count(root, full, name, "", None, False) == 0)
     return bool(answer)
+
+
+def named_only_here(path: str, name: str) -> bool:
+    """Whether no file of the repository but the one at ``path`` names ``name`` (a word of
+    any text file, or its module used as a value where a file introspects it), and that
+    module is not a library's (:func:`every_call_passes`'s points, every mention elsewhere
+    an escape). Any doubt (no repository, a package's ``__init__``): False. A public class
+    of a script so named is followed within its file (``rules/_class_constructions.py``)."""
+    if not os.path.isfile(path):
+        return False
+    root = repository_of(os.path.dirname(os.path.abspath(path)))
+    if root is None:
+        return False
+    full = os.path.abspath(path)
+    answer = remembered(_SEEN, ("here", full, name), lambda: _only_here(root, full, name))
+    return bool(answer)
+
+
+def _only_here(root: str, path: str, name: str) -> bool:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__" or shipped_module(path, root):
+        return False
+    texts = repository_texts(root)
+    if texts is None:
+        return False
+    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
+    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    needle, module_needle = name.encode(), stem.encode()
+    own = False
+    for file, data in texts:
+        if file == path:
+            own = True
+            continue
+        if needle in data and word.search(data) is not None:
+            return False  # another module, a config, a notebook, a document naming it
+        if not (
+            file.endswith(".py")
+            and module_needle in data
+            and any(w in data for w in _INTROSPECTS)
+            and module_word.search(data) is not None
+        ):
+            continue
+        try:
+            tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
+        except (SyntaxError, ValueError):
+            return False
+        if _Uses(name, "", None, False, stem).count(tree, own=False) is None:
+            return False  # the module as a value: `getattr(mod, name)`
+    return own
 
 
 def repository_of(folder: str) -> str | None:
