@@ -14,16 +14,22 @@ runs its ``__init__``, passes the parameter, and neither the class nor anything 
 it escapes** (reaches code that may build it without the argument). Any doubt keeps the
 finding. Each class involved (the class, its subclasses in the file, to any depth) and each
 dict holding one is *followed*: its name is private to the module (a leading underscore,
-not a dunder) or the scope is a function, it is bound once in the scope (a ``class`` or, for
-a dict, ``_R = {...}``), and every mention of it is one of:
+not a dunder), or the scope is a function, or it is a public name of a module that no other
+file of its repository names and no package ships (``rules/_named_elsewhere.py``: held-out
+sample AC's F3 file is a script of that kind, its classes and ``SAMPLERS`` public); it is
+bound once in the scope (a ``class`` or, for a dict, ``_R = {...}``, at module level or
+in a class body), and every mention of it is one of:
 
 * the callee of a call (``C(...)``: it must pass the parameter where the class's
   ``__init__`` runs, below);
-* the only base of a class of the scope, itself followed (``class D(C)``; a second base, a
+* the single base of a class of the scope, itself followed (``class D(C)``; a second base, a
   keyword or a metaclass may reorder what ``super()`` reaches, and keeps the finding);
 * a value of a dict literal bound to a followed name whose every mention is ``_R[k](...)``,
   ``_R.get(k)(...)`` (or ``_R.get(k, d)``), or ``x = _R[k]`` / ``x = _R.get(k)`` bound
-  once in a function whose every other mention of ``x`` is the callee of a call;
+  once in a function whose every other mention of ``x`` is the callee of a call, or
+  ``k in _R``/``_R.keys()``; a dict bound in a class body is read only as ``self._R`` in
+  that class's methods or ``Owner._R`` (the attribute name spelled nowhere else);
+* the default of such a read, ``_R.get(k, C)`` (built where ``k`` is not held);
 * an annotation, or the class in ``isinstance``/``issubclass`` (none builds it).
 
 Anything else escapes and keeps the finding: the class as a value (``return C``, ``f(C)``,
@@ -39,13 +45,13 @@ Which ``__init__`` a construction runs: a class that defines ``__init__`` runs i
 that does not runs its base's with the same arguments. So ``C``'s default never runs when
 every call of ``C``, and every call of each subclass that inherits ``C.__init__`` (through
 subclasses without their own, to any depth), passes the parameter, and each
-``super().__init__(...)`` in a direct subclass with its own ``__init__`` (the only calls of
-``C.__init__`` from there) passes it. A subclass with its own ``__init__`` ends what must
-pass (its constructions run its own), but its hierarchy must still be followed. The
+``super().__init__(...)`` in a direct subclass with its own ``__init__`` (no other call of
+``C.__init__`` is made from there) passes it. A subclass with its own ``__init__`` ends
+what must pass (its constructions run its own), but its hierarchy must still be followed. The
 parameter is passed by keyword, or at its position with no ``*args`` at or before it
 (``**kwargs`` may not hold it), as for a function. The classes above ``C`` in the file are
-followed too (one base each, ending in ``object`` or ``torch.nn.Module``; none builds
-``cls(...)``) but their own calls need not pass.
+followed too (bound once, one base each, ending in ``object``, ``abc.ABC`` or
+``torch.nn.Module``; none builds ``cls(...)``) but their own calls need not pass.
 """
 
 from __future__ import annotations
@@ -129,7 +135,7 @@ class _Scope:
         its repository that no other file names and no package ships."""
         if isinstance(self.scope, _FUNCTIONS) or (name.startswith("_") and not name.endswith("__")):
             return True
-        from torchport.check.rules._project_calls import named_only_here
+        from torchport.check.rules._named_elsewhere import named_only_here
 
         return isinstance(self.scope, ast.Module) and named_only_here(self.ctx.path, name)
 

@@ -64,9 +64,10 @@ from torchport.check._syntax import parsed_module
 from torchport.check.rules._shipped import shipped_module
 
 __all__ = [
+    "INTROSPECTS",
     "every_call_passes",
     "installed_module",
-    "named_only_here",
+    "module_as_value",
     "never_called",
     "repository_of",
     "repository_texts",
@@ -81,7 +82,7 @@ _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # what reaches a module's names by a string it reads at run time (asked where a file
 # names the module but not the function)
-_INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
+INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
 _SEEN: dict[object, object] = {}  # remembered answers: a repository's texts, a name's verdict
 _SEEN_KINDS = (ast.Name, ast.Attribute, ast.Global, ast.Nonlocal, ast.Constant)
 _INTROSPECTION = frozenset({"eval", "exec", "globals", "locals", "vars"})
@@ -125,53 +126,10 @@ def never_called(path: str, name: str) -> bool:
     return bool(answer)
 
 
-def named_only_here(path: str, name: str) -> bool:
-    """Whether no file of the repository but the one at ``path`` names ``name`` (a word of
-    any text file, or its module used as a value where a file introspects it), and that
-    module is not a library's (:func:`every_call_passes`'s points, every mention elsewhere
-    an escape). Any doubt (no repository, a package's ``__init__``): False. A public class
-    of a script so named is followed within its file (``rules/_class_constructions.py``)."""
-    if not os.path.isfile(path):
-        return False
-    root = repository_of(os.path.dirname(os.path.abspath(path)))
-    if root is None:
-        return False
-    full = os.path.abspath(path)
-    answer = remembered(_SEEN, ("here", full, name), lambda: _only_here(root, full, name))
-    return bool(answer)
-
-
-def _only_here(root: str, path: str, name: str) -> bool:
-    stem = os.path.splitext(os.path.basename(path))[0]
-    if stem == "__init__" or shipped_module(path, root):
-        return False
-    texts = repository_texts(root)
-    if texts is None:
-        return False
-    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
-    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
-    needle, module_needle = name.encode(), stem.encode()
-    own = False
-    for file, data in texts:
-        if file == path:
-            own = True
-            continue
-        if needle in data and word.search(data) is not None:
-            return False  # another module, a config, a notebook, a document naming it
-        if not (
-            file.endswith(".py")
-            and module_needle in data
-            and any(w in data for w in _INTROSPECTS)
-            and module_word.search(data) is not None
-        ):
-            continue
-        try:
-            tree = parsed_module(file, data.decode("utf-8", "surrogateescape"))
-        except (SyntaxError, ValueError):
-            return False
-        if _Uses(name, "", None, False, stem).count(tree, own=False) is None:
-            return False  # the module as a value: `getattr(mod, name)`
-    return own
+def module_as_value(tree: ast.Module, name: str, stem: str) -> bool:
+    """Whether ``tree`` uses the module ``stem`` as a value (``getattr(mod, name)``,
+    ``vars(mod)``) or mentions ``name`` other than as :func:`every_call_passes` allows."""
+    return _Uses(name, "", None, False, stem).count(tree, own=False) is None
 
 
 def repository_of(folder: str) -> str | None:
@@ -258,7 +216,7 @@ def _count(
         named = needle in data and word.search(data) is not None
         if not named and not (
             module_needle in data
-            and any(w in data for w in _INTROSPECTS)
+            and any(w in data for w in INTROSPECTS)
             and module_word.search(data) is not None
         ):
             continue
