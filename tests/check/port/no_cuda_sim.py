@@ -10,12 +10,15 @@ cases runs in one child (:func:`originals_on_cpu_ports_on_sim`).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.preloaded import run_python
 from torchport.check.port import port_text
@@ -102,6 +105,12 @@ def in_a_child(child_source: str, job: Any) -> Any:
         path.write_text(json.dumps(job), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
         child = run_python(child_source, str(path), env=env)
+    wants_torch = "No module named 'torch'" in child.stderr
+    if child.returncode != 0 and wants_torch and importlib.util.find_spec("torch") is None:
+        # at once, not as a failure the conftest turns into a skip after hypothesis has
+        # shrunk and explained it (minutes of ports under its tracer); where torch is
+        # installed here, a child missing it is a failure
+        pytest.skip("runs code that needs torch")
     assert child.returncode == 0, child.stderr[-3000:]
     return json.loads(child.stdout.splitlines()[-1])
 

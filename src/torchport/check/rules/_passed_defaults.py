@@ -24,9 +24,12 @@ Left alone only when all of this holds (for a public one, the first and last poi
 * every other mention of the name is the callee of a call that passes the parameter: by
   keyword (not a positional-only one), or by position with no ``*args`` at or before it (a
   ``**kwargs`` may or may not hold it: not passed). So ``functools.partial(_f, x)``, ``map(_f,
-  xs)``, ``return _f``, a subclass ``class B(_A)`` and a call omitting it all keep the finding;
+  xs)``, ``return _f`` and a call omitting it all keep the finding;
 * for a class, nothing in it builds an instance without naming it (``cls``, ``type(...)``,
-  ``__class__``, ``__init__`` called by hand).
+  ``__class__``, ``__init__`` called by hand). A private or nested class's constructions
+  are followed further, through its subclasses in the file (``super().__init__(...)``, an
+  inherited ``__init__``) and dicts of classes (``_MODELS[name](...)``):
+  ``rules/_class_constructions.py``, which states its own points.
 
 A function with no call at all has its default reported (nothing shows it is unused), unless
 no code reads the parameter (``rules/_unread_parameters.py``: then no caller matters, and
@@ -91,7 +94,7 @@ def default_never_runs(param: str, ctx: Context) -> bool:
         return False
     target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef = func
     if isinstance(holder, ast.ClassDef):
-        if func.name != "__init__" or not _plain_class(holder, ctx) or len(chain) < 3:
+        if func.name != "__init__" or len(chain) < 3:
             return False
         target, holder = holder, chain[-3]
     name = target.name
@@ -100,9 +103,25 @@ def default_never_runs(param: str, ctx: Context) -> bool:
     positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)][shift:]
     position = positional.index(param) if param in positional else None
     by_keyword = param not in {p.arg for p in func.args.posonlyargs}
-    if isinstance(target, ast.ClassDef) and _builds_itself(target):
+    in_file = nested or (isinstance(holder, ast.Module) and _private(name))
+    public = isinstance(holder, ast.Module) and not in_file and not name.startswith("__")
+    if isinstance(target, ast.ClassDef) and (in_file or public):
+        # subclasses and dicts of classes followed (`rules/_class_constructions.py`); a
+        # public class there only where no other file names it, else as any public name
+        from torchport.check.rules._class_constructions import every_construction_passes
+
+        def passes(call: ast.Call) -> bool:
+            return _passes(call, position, by_keyword, param)
+
+        if every_construction_passes(target, holder, ctx, passes):
+            return True
+        if in_file:
+            return False
+    if isinstance(target, ast.ClassDef) and (
+        not _plain_class(target, ctx) or _builds_itself(target)
+    ):
         return False
-    if not (nested or (isinstance(holder, ast.Module) and _private(name))):
+    if not in_file:
         if not isinstance(holder, ast.Module) or name.startswith("__"):
             return False
         from torchport.check.rules._project_calls import every_call_passes

@@ -64,8 +64,10 @@ from torchport.check._syntax import parsed_module
 from torchport.check.rules._shipped import shipped_module
 
 __all__ = [
+    "INTROSPECTS",
     "every_call_passes",
     "installed_module",
+    "module_as_value",
     "never_called",
     "repository_of",
     "repository_texts",
@@ -80,7 +82,7 @@ _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # what reaches a module's names by a string it reads at run time (asked where a file
 # names the module but not the function)
-_INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
+INTROSPECTS = (b"getattr", b"vars", b"__dict__", b"getmembers", b"dir(")
 _SEEN: dict[object, object] = {}  # remembered answers: a repository's texts, a name's verdict
 _SEEN_KINDS = (ast.Name, ast.Attribute, ast.Global, ast.Nonlocal, ast.Constant)
 _INTROSPECTION = frozenset({"eval", "exec", "globals", "locals", "vars"})
@@ -122,6 +124,12 @@ def never_called(path: str, name: str) -> bool:
     # no parameter is passed by any call (`param=""`, no position): every call escapes
     answer = remembered(_SEEN, key, lambda: _count(root, full, name, "", None, False) == 0)
     return bool(answer)
+
+
+def module_as_value(tree: ast.Module, name: str, stem: str) -> bool:
+    """Whether ``tree`` uses the module ``stem`` as a value (``getattr(mod, name)``,
+    ``vars(mod)``) or mentions ``name`` other than as :func:`every_call_passes` allows."""
+    return _Uses(name, "", None, False, stem).count(tree, own=False) is None
 
 
 def repository_of(folder: str) -> str | None:
@@ -208,7 +216,7 @@ def _count(
         named = needle in data and word.search(data) is not None
         if not named and not (
             module_needle in data
-            and any(w in data for w in _INTROSPECTS)
+            and any(w in data for w in INTROSPECTS)
             and module_word.search(data) is not None
         ):
             continue
