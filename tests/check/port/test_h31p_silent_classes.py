@@ -94,30 +94,14 @@ ids = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 9]])
 OUT.append(model(ids))
 """
 
-_ALIASES = {
-    # "import as" passes on the base
+_ALIASES = {  # "import as" passed on d5a0de11, the two others since p31n (Resolver.called)
     "import as": "from torch.nn.utils.rnn import pack_padded_sequence as pack",
     "name bound": "pack = nn.utils.rnn.pack_padded_sequence",
     "a partial": "import functools\npack = functools.partial(nn.utils.rnn.pack_padded_sequence)",
 }
 
 
-@pytest.mark.parametrize(
-    "alias",
-    [
-        pytest.param(_ALIASES["import as"], id="import as"),
-        *(
-            pytest.param(
-                _ALIASES[name],
-                id=name,
-                marks=pytest.mark.xfail(
-                    strict=True, reason="h31p: TP511 misses pack_padded_sequence bound to a name"
-                ),
-            )
-            for name in ("name bound", "a partial")
-        ),
-    ],
-)
+@pytest.mark.parametrize("alias", list(_ALIASES.values()), ids=list(_ALIASES))
 def test_packed_lengths_reach_the_call_on_the_cpu_or_are_reported(alias: str) -> None:
     remaining, result = _on_sim()[_PACK_PROGRAM.format(imports=alias)]
     assert "error" not in result or remaining, result
