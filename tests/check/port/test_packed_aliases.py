@@ -38,7 +38,12 @@ _BOUND = {
         (),
     ),
     "a module bound": ("", "R = nn.utils.rnn", "R.pack_padded_sequence", ()),
-    "a submodule imported": ("from torch.nn.utils import rnn", "R = rnn", "R.pack_padded_sequence", ()),
+    "a submodule imported": (
+        "from torch.nn.utils import rnn",
+        "R = rnn",
+        "R.pack_padded_sequence",
+        (),
+    ),
     "a partial": (
         "import functools",
         "pack = functools.partial(nn.utils.rnn.pack_padded_sequence, batch_first=True)",
