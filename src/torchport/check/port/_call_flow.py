@@ -109,7 +109,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
         dirty: dict[int, PortScope] = {}
         for call, scope, params, target in calls:
             for param, arg in _handed(call, params, target):
-                if param not in target.values and flow.on_device(arg, scope):
+                if param not in target.values and _hands_device(flow, arg, scope):
                     target.values.add(param)
                     target.given.add(param)
                     seeded.add((id(target), param))
@@ -135,6 +135,22 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                 else:
                     flow.operands.append((arg, scope))
                     flow.mark(arg, scope.reach, scope.sink_nodes)
+
+
+def _hands_device(flow: DeviceFlow, arg: ast.expr, scope: PortScope) -> bool:
+    """Whether ``arg`` hands its callee a device value (:func:`_device_handed`)."""
+    return bool(_device_handed(flow, arg, scope))
+
+
+def _device_handed(flow: DeviceFlow, arg: ast.expr, scope: PortScope) -> list[ast.expr]:
+    """The device values ``arg`` hands its callee: itself, or the items of a dict holding
+    one (``f(d)`` of ``d = {"a": torch.ones(8, 1), "b": model(x)}``, or of a copy of it,
+    read in ``f`` by key). The parameter is then a device value there, and the dict's other
+    items meet it, so they are moved where they are made or reported (the sinks below)."""
+    if flow.on_device(arg, scope):
+        return [arg]
+    items = flow.items.mapping_items(arg)
+    return [i for i in items or [] if flow.on_device(i, scope)]
 
 
 def _host_parameters(flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]) -> None:
@@ -197,8 +213,9 @@ def _guess_seeds(
             if key not in seeded:
                 continue
             targets[id(target)] = target
-            device = flow.on_device(arg, scope)
-            sure = device and known_on_device(flow, arg, scope)
+            handed = _device_handed(flow, arg, scope)
+            device = bool(handed)
+            sure = any(known_on_device(flow, v, scope) for v in handed)
             known[key] = known.get(key, False) or sure
             # a guessed device value handed on is a guess there too
             unplaced[key] = unplaced.get(key, False) or (
