@@ -142,9 +142,9 @@ def meeting_operands(
     if not isinstance(node, ast.Call):
         return []
     func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        if func.value.id in own:  # `t.add(torch.ones(3))`
-            return [func.value, *_opened(node.args)]
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    if isinstance(receiver, ast.Name) and receiver.id in own:  # `t.add(torch.ones(3))`
+        return [receiver, *_opened(node.args)]
     name = qualname(func) or ""
     if not name.startswith("torch.") or name in CREATORS or name in TYPED_CONSTRUCTORS:
         return []
