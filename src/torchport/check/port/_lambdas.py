@@ -116,7 +116,7 @@ def made_beside(
     body = lam.body if isinstance(lam.body, list) else [lam.body]
     for node in (n for part in body for n in ast.walk(part)):
         operands = meeting_operands(node, own, qualname)
-        if not operands:
+        if not operands or not isinstance(node, _Meeting):
             continue
         names = [o.id for o in operands if isinstance(o, ast.Name) and o.id in own]
         if not names:
