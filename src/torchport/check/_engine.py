@@ -248,7 +248,6 @@ def _walk(
     by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
     keyword_names = ruleset.call_keywords
     tails, attr_tails = ctx.import_tails, ctx.attr_tails  # imported name (`c.L`: L) -> its tail
-    aliases = ctx.alias_tails  # `pack = nn.utils.rnn.pack_padded_sequence`: the same for `pack`
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
     scoped = ruleset.scoped
@@ -277,9 +276,8 @@ def _walk(
             elif func.__class__ is ast.Name:
                 callee = func.id
                 tail = tails.get(callee, callee)  # None: imported as different things
-                if aliases and callee in aliases:
-                    other = aliases[callee]
-                    tail = other if tail == callee else (tail if tail == other else None)
+                if (aliases := ctx.alias_tails) and callee in aliases:  # `pack = nn....pack_...`
+                    tail = aliases[callee] if tail in (callee, aliases[callee]) else None
                 if tail != callee:
                     callee = None if tail is None else (callee, tail)
             else:

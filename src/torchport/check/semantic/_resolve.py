@@ -298,8 +298,8 @@ class Resolver:
         return None if base is None else ".".join([base, *reversed(parts)])
 
     def _bound_once(self, name: ast.Name) -> ast.expr | None:
-        """The value of the one binding of ``name`` where it resolves, a plain ``name = value``
-        (no other binding there, none by ``global`` elsewhere), else None."""
+        """The value ``name`` holds where a plain ``name = value`` binds it once in the scope
+        it resolves to (no other binding there, none by ``global`` elsewhere), else None."""
         found = self._scopes.bindings(name.id, name)
         if len(found) != 1 or found[0].kind is not BindingKind.ASSIGN:
             return None
