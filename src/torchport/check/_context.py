@@ -65,7 +65,7 @@ class Context(SourceText):
         # Names some import binds somewhere (cheap: statements only). A name outside it
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
-        self.import_tails, assigned = facts.tails, facts.assigned
+        self.import_tails, self.alias_tails, assigned = facts.tails, facts.aliases, facts.assigned
         # What each module-level star import binds (None: no star import; see _read_stars)
         self._stars: dict[int, Exports | None] | None = None
         self._wildcard = False  # a star import of torch's names: any free name may be torch's

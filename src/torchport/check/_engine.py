@@ -276,6 +276,8 @@ def _walk(
             elif func.__class__ is ast.Name:
                 callee = func.id
                 tail = tails.get(callee, callee)  # None: imported as different things
+                if (aliases := ctx.alias_tails) and callee in aliases:  # `pack = nn....pack_...`
+                    tail = aliases[callee] if tail in (callee, aliases[callee]) else None
                 if tail != callee:
                     callee = None if tail is None else (callee, tail)
             else:

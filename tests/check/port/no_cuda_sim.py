@@ -95,6 +95,64 @@ def ports_on_sim_or_stops(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     return results
 
 
+# Apart: the originals on the CPU in one child, their outputs saved; the ports in another,
+# the simulated accelerator installed first. A process that ran a backward pass before the
+# simulated accelerator was installed cannot run one on it: the autograd engine sizes its
+# per-device queues once, on its first backward ("device_ready_queues_ ... INTERNAL ASSERT
+# FAILED"), so a program trained by hand stops on `sim` after its original ran in the same
+# child, whatever the port did. (`torchport port --verify` runs a fresh process: no such stop.)
+_SAVE_ORIGINALS = """
+import json, sys
+import torch
+
+job = json.loads(open(sys.argv[1]).read())
+outs = []
+for original in job["originals"]:
+    out = []
+    torch.manual_seed(0)
+    exec(compile(original, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
+    outs.append(out)
+torch.save(outs, job["saved"])
+print(json.dumps(len(outs)))
+"""
+_PORTS_AFTER = """
+import json, sys
+import torch
+from torchport.testing import simulate_accelerator
+
+simulate_accelerator()
+job = json.loads(open(sys.argv[1]).read())
+cpus = torch.load(job["saved"])
+results = []
+for cpu, ported in zip(cpus, job["ports"]):
+    out = []
+    torch.manual_seed(0)
+    try:
+        exec(compile(ported, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
+    except Exception as exc:
+        results.append({"error": f"{type(exc).__name__}: {exc}"})
+        continue
+    same = len(cpu) == len(out) and all(
+        torch.allclose(a, b.cpu(), rtol=1e-5, atol=1e-6) for a, b in zip(cpu, out)
+    )
+    results.append({"same": same, "devices": [str(t.device) for t in out]})
+print(json.dumps(results))
+"""
+
+
+def ports_on_sim_apart(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """:func:`ports_on_sim_or_stops` with the originals and the ports in two children, the
+    simulated accelerator installed before any port runs (programs that train: see above)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = str(Path(tmp) / "cpu.pt")
+        in_a_child(_SAVE_ORIGINALS, {"originals": [o for o, _ in pairs], "saved": saved})
+        results: list[dict[str, Any]] = in_a_child(
+            _PORTS_AFTER, {"ports": [p for _, p in pairs], "saved": saved}
+        )
+    assert len(results) == len(pairs), results
+    return results
+
+
 def in_a_child(child_source: str, job: Any) -> Any:
     """Run ``child_source`` in a child (``TORCHPORT_DEVICE`` unset; forked off a server that
     has imported torch, :mod:`tests.preloaded`) with ``job`` as a JSON file named by

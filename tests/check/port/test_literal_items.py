@@ -14,7 +14,7 @@ torch function of both, names bound to the reads, a negative index), at module l
 a function. The oracle (``no_cuda_sim``) runs the original on the CPU and the port on the
 simulated accelerator: the same values on ``sim:0``, or a finding left. The port is
 idempotent. A container the code changes, or hands on, is drawn apart (its forms listed);
-a dict literal copied or handed on is left (a strict xfail).
+a dict literal copied or handed on: ``test_dict_copies.py``.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ _CHANGED = {  # the container changed, or read other than by key, after it is ma
     'r = m["a"] * m["b"]',
     "dict new key": 'm = {"b": model(x)}\nm["c"] = torch.ones(8, 1)\nr = m["c"] + m["b"]',
 }
-_HANDED_DICTS = {  # left: a dict literal read other than by key is no device value
+_HANDED_DICTS = {  # a dict literal copied, or handed to the file's function (p31n)
     "dict copied": 'm = {"a": torch.ones(8, 1), "b": model(x)}\nn = m\nr = n["a"] + n["b"]',
     "dict handed": 'def f(d):\n    return d["a"] + d["b"]\n\n'
     'm = {"a": torch.ones(8, 1), "b": model(x)}\nr = f(m)',
@@ -154,9 +154,9 @@ def test_a_container_the_code_changes_or_hands_on_is_placed_or_said() -> None:
     _placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _CHANGED.values()])
 
 
-@pytest.mark.xfail(strict=True, reason="left: a dict literal copied or handed on is taken whole")
 def test_a_dict_literal_copied_or_handed_on_is_placed_or_said() -> None:
-    """Left: a dict is no device value to the flow, whatever it holds; taking one whole made
-    the items of checkpoints and records meet the device (``torch.save({...}, path)``: five
-    more findings on fairseq), so such a dict's CPU item still stays, "0 left"."""
+    """A dict is still no device value to the flow, whatever it holds (taken whole, the items
+    of checkpoints and records met the device: ``torch.save({...}, path)``, five more findings
+    on fairseq); a copy bound to a name read by key reads the literal's items, and a dict
+    handed to the file's own function hands its items (p31n; ``test_dict_copies.py``)."""
     _placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _HANDED_DICTS.values()])

@@ -5,7 +5,9 @@ in a list or a dict, handed to ``map``/``sorted``/a user's function, or bound to
 code hands on, was not followed at all, and the port said "0 left" of a program that stopped
 at the lambda on any accelerator (issue 31). So did a tensor made as a parameter's default
 (``lambda t, w=torch.ones(2): t * w``), and CPU data handed to a lambda that runs the model
-(``map(lambda t: model(t), xs)``). The invariant (``_lambdas``): a tensor a lambda makes and
+(``map(lambda t: model(t), xs)``), and, until p31n, a tensor made beside the parameter
+through a call (``torch.cat([t, torch.zeros(1, 2)])``, ``torch.mul(t, w)``,
+``t.add(torch.ones(2))``). The invariant (``_lambdas``): a tensor a lambda makes and
 combines with its parameter is moved only where every call of the lambda is seen and hands
 it device values (bound to a name only called, or called where it is written), else
 reported (TP503, on the lambda's line); a loose lambda's parameter that meets the model or a
@@ -36,6 +38,10 @@ BODIES = {  # (parameters, body): what the lambda makes beside its parameter, or
     "compared": ("t", "(t > torch.zeros(2)).float()"),
     "a default": ("t, w=torch.ones(2)", "t * w"),
     "runs the model": ("t", "model(t)"),
+    # through a call (p31n; silent on the base, followed or loose)
+    "cat": ("t", "torch.cat([t, torch.zeros(1, 2)])"),
+    "a torch function": ("t", "torch.mul(t, torch.full((2,), 2.0))"),
+    "a method": ("t", "t.add(torch.ones(2))"),
 }
 CALLED = {  # what it is handed: (the values, whether one is a host copy)
     "the model's output": (("model(x)",), False),
@@ -132,12 +138,19 @@ _EACH = [(form, "ones", "the model's output", False, False) for form in FOLLOWED
 _EACH += [("named", "a default", "twice on the device", False, True)]
 _EACH += [(form, "runs the model", "twice on the device", False, False) for form in LOOSE[:3]]
 _EACH += [(form, "ones", "the model's output", True, False) for form in LOOSE]  # a def handed on
+# a tensor made beside the parameter through a call (p31n: each failed on the base 1310c1df)
+_CALLS = ("cat", "a torch function", "a method")
+_EACH_CALL = [(form, b, "the model's output", False, False) for form in FOLLOWED for b in _CALLS]
+_EACH_CALL += [(form, "cat", "twice on the device", False, True) for form in LOOSE]
+_EACH_CALL += [("named", b, "and a host copy", False, False) for b in _CALLS]
+_EACH_CALL += [(form, "a method", "the model's output", True, False) for form in LOOSE[:3]]
 
 
 # (no shrinking: each example is a child's run; a failure prints its whole table)
 @settings(max_examples=2, deadline=None, phases=(Phase.explicit, Phase.generate))
 @given(st.lists(CASE, min_size=4, max_size=8))
 @example(_EACH)
+@example(_EACH_CALL)
 def test_a_lambda_not_only_called_by_name_is_followed_or_reported(
     cases: list[tuple[str, str, str, bool, bool]],
 ) -> None:

@@ -109,7 +109,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
         dirty: dict[int, PortScope] = {}
         for call, scope, params, target in calls:
             for param, arg in _handed(call, params, target):
-                if param not in target.values and flow.on_device(arg, scope):
+                if param not in target.values and _device_handed(flow, arg, scope, target, param):
                     target.values.add(param)
                     target.given.add(param)
                     seeded.add((id(target), param))
@@ -135,6 +135,42 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                 else:
                     flow.operands.append((arg, scope))
                     flow.mark(arg, scope.reach, scope.sink_nodes)
+
+
+def _device_handed(
+    flow: DeviceFlow, arg: ast.expr, scope: PortScope, target: PortScope, param: str
+) -> list[ast.expr]:
+    """The device values ``arg`` hands ``target``'s ``param``: itself, or the items of a dict
+    holding one (``f(d)`` of ``d = {"a": torch.ones(8, 1), "b": model(x)}``, or of a copy of
+    it) where ``f`` reads ``param`` only by constant keys (``p["a"]``; not a checkpoint's
+    ``state.update(step=...)``). The parameter is then a device value there, and the dict's
+    other items meet it, so they are moved where they are made or reported (the sinks)."""
+    if flow.on_device(arg, scope):
+        return [arg]
+    items = flow.items.mapping_items(arg)
+    if not items or not _read_by_key(flow, target, param):
+        return []
+    return [i for i in items if flow.on_device(i, scope)]
+
+
+def _read_by_key(flow: DeviceFlow, target: PortScope, param: str) -> bool:
+    """Whether every read of ``param`` in ``target``'s function is ``param["key"]``, loaded,
+    and nothing there binds it again."""
+    parent = flow.ctx.scopes.parent
+    for node in ast.walk(target.node):
+        if not (isinstance(node, ast.Name) and node.id == param):
+            continue
+        up = parent(node)
+        if not (
+            isinstance(node.ctx, ast.Load)
+            and isinstance(up, ast.Subscript)
+            and up.value is node
+            and isinstance(up.ctx, ast.Load)
+            and isinstance(up.slice, ast.Constant)
+            and isinstance(up.slice.value, str)
+        ):
+            return False
+    return True
 
 
 def _host_parameters(flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[int, str]]) -> None:
@@ -197,8 +233,9 @@ def _guess_seeds(
             if key not in seeded:
                 continue
             targets[id(target)] = target
-            device = flow.on_device(arg, scope)
-            sure = device and known_on_device(flow, arg, scope)
+            handed = _device_handed(flow, arg, scope, target, param)
+            device = bool(handed)
+            sure = any(known_on_device(flow, v, scope) for v in handed)
             known[key] = known.get(key, False) or sure
             # a guessed device value handed on is a guess there too
             unplaced[key] = unplaced.get(key, False) or (

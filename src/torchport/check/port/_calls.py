@@ -13,6 +13,7 @@ from collections.abc import Callable
 from torchport._device_types import MOVE_METHODS
 from torchport.check._context import Context
 from torchport.check.port._models import QualName
+from torchport.check.semantic._resolve import Callee
 
 __all__ = [
     "CREATORS",
@@ -26,7 +27,9 @@ __all__ = [
     "TORCH_NOT_TENSORS",
     "TYPED_CONSTRUCTORS",
     "VARIABLE",
+    "api_cpu_arguments",
     "argument_at",
+    "called",
     "cpu_only_device",
     "device_target",
     "follows_a_tensor",
@@ -205,14 +208,48 @@ def moves_to_program_device(call: ast.AST) -> bool:
 CPU_ARGUMENTS = (("torch.nn.utils.rnn.pack_padded_sequence", 1, "lengths"),)
 
 
-def cpu_arguments(call: ast.Call, name: str, ctx: Context) -> list[ast.expr]:
-    """What ``call`` (of ``name``) passes where it must stay on the CPU: the lengths of
-    ``pack_padded_sequence`` (it raises for device lengths), or what a function of the file
-    hands there as it is (:func:`cpu_parameters`): no operand that meets the device."""
+def called(call: ast.Call, ctx: Context) -> Callee | None:
+    """What ``call`` calls by its imports or through names bound once (``Resolver.called``)."""
+    name = ctx.qualname(call.func)
+    if name is not None:
+        return Callee(name)
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or not ctx.may_hold_a_value(root.id):
+        return None  # no `name = value` binds it: no alias to follow
+    return ctx.scopes.called(call)
+
+
+def api_cpu_arguments(call: ast.Call, ctx: Context) -> list[tuple[str, ast.expr]]:
+    """(API, what it is given) for each argument of ``call`` that an API of
+    :data:`CPU_ARGUMENTS` wants on the CPU, the API called by its name or through a name
+    bound once to it (``pack = nn.utils.rnn.pack_padded_sequence``, a ``functools.partial``
+    of it, ``R.pack_padded_sequence`` after ``R = nn.utils.rnn``: ``Resolver.called``)."""
+    callee = called(call, ctx)
+    if callee is None:
+        return []
+    name, fixed, keywords = callee.name, callee.args, callee.keywords
     found = []
     for api, index, keyword in CPU_ARGUMENTS:
-        if name == api and (given := argument_at(call, index, keyword)) is not None:
-            found.append(given)
+        if name != api:
+            continue
+        given = next((k.value for k in (*keywords, *call.keywords) if k.arg == keyword), None)
+        if given is None and index < len(fixed):
+            given = fixed[index]  # a partial's own arguments come first
+        elif given is None:
+            given = argument_at(call, index - len(fixed), keyword)
+        if given is not None:
+            found.append((api, given))
+    return found
+
+
+def cpu_arguments(call: ast.Call, ctx: Context) -> list[ast.expr]:
+    """What ``call`` passes where it must stay on the CPU: the lengths of
+    ``pack_padded_sequence`` (it raises for device lengths; :func:`api_cpu_arguments`), or
+    what a function of the file hands there as it is (:func:`cpu_parameters`): no operand
+    that meets the device."""
+    found = [given for _, given in api_cpu_arguments(call, ctx)]
     func = call.func
     if found or not isinstance(func, ast.Name) or not (call.args or call.keywords):
         return found
@@ -247,9 +284,7 @@ def cpu_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -
     for node in ast.walk(func):
         if not isinstance(node, ast.Call):
             continue
-        name = ctx.qualname(node.func)
-        for api, index, keyword in CPU_ARGUMENTS:
-            given = argument_at(node, index, keyword) if name == api else None
+        for _, given in api_cpu_arguments(node, ctx):
             if (
                 isinstance(given, ast.Name)
                 and given.id in params

@@ -37,7 +37,13 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["grad_leaves", "mark_captured", "mark_loose", "mark_model_state"]
+__all__ = [
+    "grad_leaves",
+    "mark_captured",
+    "mark_loose",
+    "mark_model_state",
+    "mark_weights_made_later",
+]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _REGISTERS = frozenset({"register_buffer", "register_parameter"})
@@ -205,6 +211,25 @@ def grad_leaves(scope: PortScope, qualname: QualName) -> Iterator[tuple[list[str
             made = grad_maker(value, qualname)
             if made is not None:
                 yield [name], made
+
+
+def mark_weights_made_later(facts: PortFacts, scope: PortScope) -> bool:
+    """Seed each weight made one by a statement (``w.requires_grad = True``,
+    ``w.requires_grad_()``) whose binding's value no factory makes that :func:`grad_leaves`
+    sees (``torch.Tensor([1.0])``, ``torch.randn(3, 2) / 3``, ``torch.empty(3).normal_()``,
+    a helper's tensor): the weight is a device value all the same, so the value is moved
+    where it is made or reported (the port's sinks), never left on the CPU unsaid. Whether
+    ``scope`` has one."""
+    found = False
+    for node in scope.nodes:
+        name = _made_a_weight(node) if isinstance(node, ast.Expr | ast.Assign) else ""
+        for value in scope.values_of(name) if name in scope.local else ():
+            if grad_maker(value, facts.ctx.qualname) is None:
+                scope.give([name])
+                facts.flow.operands.append((value, scope))
+                facts.flow.mark(value, scope.reach, scope.sink_nodes)
+                found = True
+    return found
 
 
 def _made_a_weight(node: ast.AST) -> str:

@@ -10,7 +10,7 @@ import ast
 import weakref
 
 from torchport.check._context import Context
-from torchport.check.port._calls import CPU_ARGUMENTS as _CPU_ARGUMENTS
+from torchport.check.port._calls import api_cpu_arguments
 from torchport.check.port._facts import PortFacts, PortScope
 
 __all__ = ["call_name", "collate_returning", "cpu_keys"]
@@ -97,11 +97,7 @@ def _every_cpu_key(ctx: Context) -> dict[str, list[str]]:
     params: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, str]] = []
     for node in ctx.scopes.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
-        name = ctx.qualname(node.func)
-        for api, index, keyword in _CPU_ARGUMENTS:
-            if name != api:
-                continue
-            given = _argument(node, index, keyword)
+        for _, given in api_cpu_arguments(node, ctx):
             if (key := _batch_key(given)) is not None:
                 _add(found, *key)
             elif isinstance(given, ast.Name):

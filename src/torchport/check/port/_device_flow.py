@@ -309,7 +309,7 @@ class DeviceFlow:
                     return []  # `data.narrow(0, 0, n * batch_size)`: sizes, no data
                 if func.attr in COLLECTS and self._only_collected(func.value):
                     return []  # a list of records: what goes in never meets what is in it
-                kept = cpu_arguments(node, self.ctx.qualname(func) or "", self.ctx)
+                kept = cpu_arguments(node, self.ctx)
                 operands = [func.value, *(a for a in args if a not in kept)]  # (rnn.pack_...)
             else:
                 if (
@@ -321,7 +321,7 @@ class DeviceFlow:
                 name = self.ctx.qualname(func) or ""
                 if name.startswith("numpy.") or host_library(name):
                     return []  # each argument read into numpy on its own: they never meet
-                operands = [a for a in args if a not in cpu_arguments(node, name, self.ctx)]
+                operands = [a for a in args if a not in cpu_arguments(node, self.ctx)]
         elif isinstance(node, ast.BinOp):
             operands = [node.left, node.right]
         elif isinstance(node, ast.Compare):
@@ -474,7 +474,7 @@ class DeviceFlow:
                     continue
                 if self._makes_object(func):
                     continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
-                kept = cpu_arguments(node, self.ctx.qualname(func) or "", self.ctx)  # lengths
+                kept = cpu_arguments(node, self.ctx)  # lengths
                 given = [*node.args, *(k.value for k in node.keywords)]
                 stack.extend(a for a in given if a not in kept)
             elif isinstance(node, ast.Attribute):

@@ -46,7 +46,7 @@ from torchport.check._rule import Edit
 from torchport.check.port._call_flow import OwnCall, run_flow
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._calls import cpu_only_device
-from torchport.check.port._captures import grad_leaves, mark_captured
+from torchport.check.port._captures import grad_leaves, mark_captured, mark_weights_made_later
 from torchport.check.port._choices import deliberate_cpu, flag_placement, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
@@ -343,7 +343,7 @@ class PortFacts:
             scope.give(names)
             scope.sink_nodes.add(id(made))
             found = True
-        return found
+        return mark_weights_made_later(self, scope) or found  # `w.requires_grad = True`
 
     def scope_of_function(self, func: ast.AST) -> PortScope:
         """The scope a function's body runs in."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchport.check.port._calls import CREATORS
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 
 __all__ = [
     "followed_lambdas",
@@ -88,13 +88,19 @@ def held_parameters(nodes: list[ast.AST], followed: set[int]) -> dict[int, bool]
     return held
 
 
+_Meeting = ast.BinOp | ast.Compare | ast.Call
+
+
 def made_beside(
     lam: _Callable, qualname: Callable[[ast.expr], str | None]
-) -> list[tuple[ast.Call, ast.BinOp | ast.Compare]]:
-    """Tensors a lambda makes with a torch factory and combines with one of its parameters
-    (``t * torch.ones(3)``, ``torch.cat([t, torch.zeros(1)])`` read as the operands of an
-    arithmetic or comparison; or a parameter's default, ``w=torch.ones(3)`` where the body
-    reads ``t * w``): they meet what it is given, each with the expression where they meet."""
+) -> list[tuple[ast.Call, _Meeting]]:
+    """Tensors a lambda makes with a torch factory and combines with one of its parameters:
+    the operands of an arithmetic or a comparison (``t * torch.ones(3)``), the arguments of a
+    torch function, the items of a list or tuple given to one included
+    (``torch.cat([t, torch.zeros(1)])``, ``torch.mul(t, w)``), or of a method of the
+    parameter (``t.add(torch.ones(3))``); or a parameter's default (``w=torch.ones(3)`` where
+    the body reads ``t * w``): they meet what it is given, each with the expression where
+    they meet."""
     own = parameters(lam)
     a = lam.args
     positional = [p.arg for p in (*a.posonlyargs, *a.args)]
@@ -106,14 +112,11 @@ def made_beside(
         for n, d in defaults.items()
         if isinstance(d, ast.Call) and qualname(d.func) in CREATORS
     }
-    found: list[tuple[ast.Call, ast.BinOp | ast.Compare]] = []
+    found: list[tuple[ast.Call, _Meeting]] = []
     body = lam.body if isinstance(lam.body, list) else [lam.body]
     for node in (n for part in body for n in ast.walk(part)):
-        if isinstance(node, ast.BinOp):
-            operands = [node.left, node.right]
-        elif isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-        else:
+        operands = meeting_operands(node, own, qualname)
+        if not operands or not isinstance(node, _Meeting):
             continue
         names = [o.id for o in operands if isinstance(o, ast.Name) and o.id in own]
         if not names:
@@ -124,6 +127,35 @@ def made_beside(
         if len(names) > 1:  # `t * w` with `w=torch.ones(3)`: the default meets `t`
             found += [(made[n], node) for n in names if n in made]
     return found
+
+
+def meeting_operands(
+    node: ast.AST, own: set[str], qualname: Callable[[ast.expr], str | None]
+) -> list[ast.expr]:
+    """What meets in ``node``: the operands of an arithmetic or a comparison; the arguments
+    of a torch function (not a factory: ``torch.zeros(n)`` makes, it does not meet), lists
+    and tuples opened; the receiver and arguments of a method called on one of ``own``."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if not isinstance(node, ast.Call):
+        return []
+    func = node.func
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    if isinstance(receiver, ast.Name) and receiver.id in own:  # `t.add(torch.ones(3))`
+        return [receiver, *_opened(node.args)]
+    name = qualname(func) or ""
+    if not name.startswith("torch.") or name in CREATORS or name in TYPED_CONSTRUCTORS:
+        return []
+    return _opened(node.args)
+
+
+def _opened(args: list[ast.expr]) -> list[ast.expr]:
+    out: list[ast.expr] = []
+    for a in args:
+        out.extend(a.elts if isinstance(a, ast.List | ast.Tuple) else [a])
+    return out
 
 
 def handed_on(loads: list[ast.Name], parents: dict[int, ast.AST]) -> ast.Name | None:
@@ -153,12 +185,16 @@ def loose_where(lam: ast.AST, parents: dict[int, ast.AST]) -> str:
     return "kept where the port does not follow its calls"
 
 
-def loose_message(meeting: ast.BinOp | ast.Compare, held: str, where: str) -> str:
+def loose_message(meeting: _Meeting, held: str, where: str) -> str:
     """The tail of TP503's message for a tensor ``meeting`` a parameter of ``held`` (a lambda,
     a function) that goes ``where`` (:func:`loose_where`)."""
     operands = [meeting.left, meeting.right] if isinstance(meeting, ast.BinOp) else []
     if isinstance(meeting, ast.Compare):
         operands = [meeting.left, *meeting.comparators]
+    if isinstance(meeting, ast.Call):
+        operands = _opened(meeting.args)
+        if isinstance(meeting.func, ast.Attribute):
+            operands.insert(0, meeting.func.value)
     param = next((o.id for o in operands if isinstance(o, ast.Name)), "t")
     return (
         f"what {held} {where} is handed: the port cannot tell whether that is on the device, "

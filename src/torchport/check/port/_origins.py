@@ -387,7 +387,7 @@ class Origins:
             own = own or self.facts.project.own_function(call.func)
             return [Origin(call, f"`{_short(call.func)}`", library=not own)]
         if kind in (Kind.TENSOR, Kind.BATCH) and name.startswith("torch."):
-            kept = cpu_arguments(call, name, self.ctx)  # `pack_padded_sequence`'s lengths
+            kept = cpu_arguments(call, self.ctx)  # `pack_padded_sequence`'s lengths
             inputs = [a for a in call.args if not isinstance(a, ast.Starred) and a not in kept]
             return [o for a in inputs for o in self.of(a)]  # made from its inputs
         func = call.func

@@ -486,12 +486,15 @@ def moved_or_kept_on_the_cpu(
 
 def _cpu_only(node: ast.Call, nodes: list[ast.AST], ctx: Context) -> bool:
     """Whether the tensor feeds an API that wants it on the CPU (packed sequence lengths)."""
+    from torchport.check.port._calls import called  # on first use; also `pack = ...` (aliases)
+
     parents_names: set[str] = set()
     for n in nodes:
         if isinstance(n, ast.Assign) and n.value is node:
             parents_names.update(t.id for t in n.targets if isinstance(t, ast.Name))
     for n in nodes:
-        if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith(_CPU_ONLY):
+        callee = called(n, ctx) if isinstance(n, ast.Call) else None
+        if isinstance(n, ast.Call) and callee is not None and callee.name.startswith(_CPU_ONLY):
             for arg in (*n.args, *(k.value for k in n.keywords)):
                 if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
                     return True

@@ -90,18 +90,17 @@ class HostArgumentOnDevice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        from torchport.check.port._calls import CPU_ARGUMENTS, argument_at  # on first use
+        from torchport.check.port._calls import api_cpu_arguments  # on first use
         from torchport.check.port._kinds import value_kinds
         from torchport.check.port._value_kind import Kind
 
-        name = ctx.qualname(node.func)
-        facts = port_facts(ctx)
-        scope = facts.scope_of.get(id(node))
-        if scope is None or (scope.internal and not scope.module_method):
+        wanted = api_cpu_arguments(node, ctx)  # also `pack = ...pack_padded_sequence; pack(...)`
+        facts = port_facts(ctx) if wanted else None
+        scope = facts.scope_of.get(id(node)) if facts is not None else None
+        if facts is None or scope is None or (scope.internal and not scope.module_method):
             return
-        for api, index, keyword in CPU_ARGUMENTS:
-            given = argument_at(node, index, keyword) if name == api else None
-            if given is None or _plainly_on_host(given) or _brought_to_host(given, ctx):
+        for _, given in wanted:
+            if _plainly_on_host(given) or _brought_to_host(given, ctx):
                 continue
             on_device = facts.on_device(given, scope)
             if not (on_device or (scope.module_method and facts.known.classes)):

@@ -172,6 +172,10 @@ class StatementFacts:
     froms: list[ast.ImportFrom]
     # the `import m [as c]` of other modules than torch's, anywhere
     plain: list[ast.Import]
+    # names assigned a dotted name or a `functools.partial` of one anywhere, with its last
+    # part (`pack` -> "pack_padded_sequence" after `pack = nn.utils.rnn.pack_padded_sequence`;
+    # None: different ones): the engine's call dispatch, as for `tails`
+    aliases: dict[str, str | None] = field(default_factory=dict)
 
 
 _SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
@@ -189,6 +193,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     stars: list[ast.ImportFrom] = []
     froms: list[ast.ImportFrom] = []
     plain: list[ast.Import] = []
+    bound: list[tuple[str, ast.expr]] = []  # (name, value) of assignments of a dotted name
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
     pop, extend = todo.pop, todo.extend
     blocks_of = _BLOCKS_OF
@@ -196,12 +201,19 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
         stmt, at_module = pop()
         kind = stmt.__class__
         if kind is ast.Assign:
-            assigned.update(t.id for t in stmt.targets if t.__class__ is ast.Name)  # type: ignore[attr-defined]
+            assert isinstance(stmt, ast.Assign)
+            names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+            assigned.update(names)
+            if names and stmt.value.__class__ in _ALIAS_VALUES:
+                bound.extend((n, stmt.value) for n in names)
             continue
         if kind is ast.AnnAssign:
-            target = stmt.target  # type: ignore[attr-defined]
-            if target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
+            assert isinstance(stmt, ast.AnnAssign)
+            target = stmt.target
+            if isinstance(target, ast.Name) and stmt.value is not None:
                 assigned.add(target.id)
+                if stmt.value.__class__ in _ALIAS_VALUES:
+                    bound.append((target.id, stmt.value))
             continue
         if kind is ast.Import or kind is ast.ImportFrom:
             assert isinstance(stmt, (ast.Import, ast.ImportFrom))
@@ -233,9 +245,35 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             block = getattr(stmt, field_name)
             if block:
                 extend([(item, inside) for item in block])
-    return StatementFacts(
+    facts = StatementFacts(
         tails, frozenset(assigned), module_imports, nested, written, imported, stars, froms, plain
     )
+    for name, value in bound:
+        last = _alias_tail(value, tails)
+        if last is not None and last != name:
+            aliases = facts.aliases
+            aliases[name] = last if aliases.get(name, last) == last else None
+    return facts
+
+
+_ALIAS_VALUES = frozenset({ast.Name, ast.Attribute, ast.Call})
+
+
+def _alias_tail(value: ast.expr, tails: dict[str, str | None]) -> str | None:
+    """The last part of the function ``value`` names: ``nn.utils.rnn.pack_padded_sequence``,
+    ``pps`` imported as it, ``functools.partial`` of either; None for anything else."""
+    for _ in range(4):
+        if isinstance(value, ast.Attribute):
+            return value.attr
+        if isinstance(value, ast.Name):
+            return tails.get(value.id, value.id)
+        if not (isinstance(value, ast.Call) and value.args):
+            return None
+        func = value.func
+        if getattr(func, "attr", getattr(func, "id", None)) != "partial":
+            return None
+        value = value.args[0]  # `functools.partial(f, ...)`: f's
+    return None
 
 
 def _torch_module(module: str | None) -> bool:

@@ -24,7 +24,10 @@ a fix). A name no import binds is never torch's, however it is spelled.
 indirection (loading security): what a call really calls when the callee is a
 name bound to a function (``ld = torch.load; ld(f)``), a
 ``functools.partial`` of one (with the arguments it fixes), or
-``getattr(torch, "load")``.
+``getattr(torch, "load")``. :meth:`Resolver.called` is its sound part: it follows only a
+name bound once in the scope it resolves to (``pack = nn.utils.rnn.pack_padded_sequence``,
+``R = nn.utils.rnn`` then ``R.pack_padded_sequence``, a ``functools.partial`` of one), so a
+call it names calls that function wherever it runs.
 """
 
 from __future__ import annotations
@@ -244,6 +247,65 @@ class Resolver:
                 )
             return None
         return None
+
+    def called(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls where the answer holds on every path: through imports, and names
+        bound once to a dotted name or a ``functools.partial`` of one, or None.
+
+        ``pack(x, n)`` after ``pack = nn.utils.rnn.pack_padded_sequence`` (module level or
+        in the function) or ``pack = functools.partial(pps, batch_first=True)`` calls
+        ``torch.nn.utils.rnn.pack_padded_sequence`` (with the partial's arguments first);
+        so does ``R.pack_padded_sequence(x, n)`` after ``R = nn.utils.rnn``. A name bound
+        twice (two assignments, a ``global`` one elsewhere, a loop target) is unknown:
+        :meth:`callee` may follow the binding that reaches a read, this does not.
+        """
+        args: list[ast.expr] = []
+        keywords: list[ast.keyword] = []
+        expr: ast.expr = call.func
+        for _ in range(_HOPS):
+            name = self._aliased(expr, _HOPS)
+            if name is not None:
+                return Callee(name, tuple(args), tuple(keywords))
+            value = self._bound_once(expr) if isinstance(expr, ast.Name) else None
+            if not (
+                isinstance(value, ast.Call)
+                and value.args
+                and self._aliased(value.func, _HOPS) == "functools.partial"
+                and not any(isinstance(a, ast.Starred) for a in value.args)
+                and all(k.arg is not None for k in value.keywords)
+            ):
+                return None
+            args[:0] = value.args[1:]  # a partial's own arguments come first
+            keywords[:0] = value.keywords
+            expr = value.args[0]
+        return None
+
+    def _aliased(self, expr: ast.expr, hops: int) -> str | None:
+        """The dotted name ``expr`` means through imports and names bound once to a dotted
+        name (``R.pack_padded_sequence`` after ``R = nn.utils.rnn``), or None."""
+        name = self.qualname(expr)
+        if name is not None or hops <= 0:
+            return name
+        parts: list[str] = []
+        root = expr
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        value = self._bound_once(root) if isinstance(root, ast.Name) else None
+        if not isinstance(value, ast.Name | ast.Attribute):
+            return None
+        base = self._aliased(value, hops - 1)  # read where it is bound
+        return None if base is None else ".".join([base, *reversed(parts)])
+
+    def _bound_once(self, name: ast.Name) -> ast.expr | None:
+        """The value ``name`` holds where a plain ``name = value`` binds it once in the scope
+        it resolves to (no other binding there, none by ``global`` elsewhere), else None."""
+        found = self._scopes.bindings(name.id, name)
+        if len(found) != 1 or found[0].kind is not BindingKind.ASSIGN:
+            return None
+        if found[0].scope.kind is ScopeKind.CLASS:
+            return None  # a class body's name, read in its body before or after: not followed
+        return found[0].value
 
     def _builtin(self, func: ast.expr, name: str) -> bool:
         """Whether ``func`` is the builtin ``name`` (no binding in the module shadows it)."""

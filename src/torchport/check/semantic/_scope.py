@@ -329,6 +329,10 @@ class ScopeMap:
         """The function ``expr`` evaluates to (:meth:`Resolver.function`)."""
         return self.resolver.function(expr)
 
+    def called(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls through names bound once (:meth:`Resolver.called`)."""
+        return self.resolver.called(call)
+
     # ------------------------------------------------------------ torch imports
 
     def torch_import(self) -> tuple[TorchImport, ast.stmt | None]:
