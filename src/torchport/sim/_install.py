@@ -184,6 +184,11 @@ def simulate_accelerator(*, memory_limit: int | str | None = None) -> torch.devi
     interpreter waits for a backward still running on the device (autograd runs it on
     a thread of its own, in Python here, where CUDA's runs none) before it finalizes.
 
+    Install it before the process's first backward pass: autograd sizes its queues of
+    device threads at that first pass, and a backward on ``sim`` after it fails inside
+    PyTorch (``device_ready_queues_ ... INTERNAL ASSERT FAILED``). The pytest plugin
+    installs it at collection, before any test runs.
+
     Args:
         memory_limit: Device memory, as bytes or a size (``"4GiB"``); running out raises
             :class:`torch.OutOfMemoryError` worded as CUDA words it. ``None``: unlimited.
