@@ -58,7 +58,13 @@ FOUND = [
     # a torch.device compared with a string: always False
     ('    if x.device == "cuda":\n        pass\n', "TP114"),
     # the CUDA-or-CPU idiom: its own rule
-    ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP109"),
+    # (each choice read after it: one bound to a name its function never reads decides
+    # nothing, `_idle_choices._never_read`)
+    (
+        '    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "    model.to(dev)\n",
+        "TP109",
+    ),
     # what maintainers changed in their own ports, missed before
     (
         "    class Run:\n        def __init__(self, device='cuda'):\n            self.d = device\n",
@@ -76,7 +82,11 @@ FOUND = [
     ("    x = torch.cuda.memory.max_memory_allocated()\n", "TP401"),
     ("    p.add_argument('--device', type=str, default='cuda:0')\n", "TP101"),
     ("    def unpack(batch, use_cuda):\n        return batch\n", "TP116"),
-    ('    d = torch.device(cfg.device if torch.cuda.is_available() else "cpu")\n', "TP109"),
+    (
+        '    d = torch.device(cfg.device if torch.cuda.is_available() else "cpu")\n'
+        "    x = x.to(d)\n",
+        "TP109",
+    ),
     ('    d = torch.device(type="cuda", index=local_rank)\n', "TP101"),
     ('    dist.init_process_group("cuda:nccl,cpu:gloo")\n', "TP404"),
     ("    assert torch.cuda.is_available(), 'needs a GPU'\n", "TP401"),
@@ -224,7 +234,7 @@ def test_guarded_or_cpu_code_is_not_reported(body: str, code: str) -> None:
 
 
 def test_idiom_message_says_the_code_works() -> None:
-    body = '    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    body = '    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    x.to(dev)\n'
     (finding,) = [f for f in check_source(H + body, select=["TP109"]) if f.code == "TP109"]
     assert "works" in finding.message and "MPS" in finding.message
     assert "accelerator" in finding.message

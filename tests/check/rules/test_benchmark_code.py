@@ -21,7 +21,7 @@ from torchport.check._engine import check_text, ruleset_for
 STATEMENTS = {
     "TP101": "x = x.cuda()",
     "TP102": "torch.cuda.set_device(0)",
-    "TP109": 'device = "cuda" if torch.cuda.is_available() else "cpu"',
+    "TP109": 'device = "cuda" if torch.cuda.is_available() else "cpu"; x.to(device)',
     "TP401": "torch.cuda.synchronize()",
 }
 FOLDERS = {

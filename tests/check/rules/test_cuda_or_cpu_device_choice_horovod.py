@@ -28,7 +28,7 @@ IMPORTS = (
     "import numpy as np",
 )
 CHOICES = (
-    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu"); model.to(device)',
     "if torch.cuda.is_available():\n    model.cuda()",
     'if torch.cuda.is_available():\n    return torch.device(f"cuda:{index}")\n'
     'return torch.device("cpu")',

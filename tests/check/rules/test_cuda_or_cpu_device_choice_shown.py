@@ -43,6 +43,7 @@ SIDES = {
 @given(side=st.sampled_from(sorted(SIDES)), where=st.sampled_from(["", "def f(x):\n    "]))
 def test_the_gpu_name_or_the_cpu_is_no_device_choice(side: str, where: str) -> None:
     source = f"import torch\n\n{where}gpu = {side} if torch.cuda.is_available() else 'cpu'\n"
+    source += "    x.to(gpu)\n" if where else ""  # read: a choice never read decides nothing
     found = [f.code for f in check_source(source, select=["TP109"])]
     assert (found == ["TP109"]) == SIDES[side], source
 

@@ -31,7 +31,7 @@ IMPORTS = {  # an import line, and whether it is a test framework's
     "import numpy as np": False,
 }
 CHOICES = (
-    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu"); model.to(device)',
     'parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")',
     "if torch.cuda.is_available():\n    model.cuda()",
 )

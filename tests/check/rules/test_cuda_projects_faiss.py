@@ -52,7 +52,7 @@ WHERE = {
 }
 PROBES = {
     "TP101": "model.cuda()",
-    "TP109": "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+    "TP109": "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu'); x.to(device)",
 }
 
 

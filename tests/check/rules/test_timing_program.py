@@ -29,7 +29,7 @@ from torchport.check.rules._test_code import timing_program
 STATEMENTS = {
     "TP101": "x = x.cuda()",
     "TP102": "torch.cuda.set_device(0)",
-    "TP109": 'device = "cuda" if torch.cuda.is_available() else "cpu"',
+    "TP109": 'device = "cuda" if torch.cuda.is_available() else "cpu"; x.to(device)',
     "TP115": 'print(torch.cuda.get_device_name(f"cuda:{i}"))',
     "TP401": "print(torch.cuda.memory_allocated())",
 }

@@ -10,6 +10,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
+from torchport.check.rules._type_dispatch import cuda_arm_of_a_dispatch
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import (
     built_cuda_string,
@@ -213,7 +214,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
     that holds no tensor (:func:`moves_nothing`), a default that never runs
     (:func:`_default_never_runs`) or an option whose value only parameters no code reads get
-    (``_unread_options``), a module-level setting no code reads (``_unread_globals``), a line
+    (``_unread_options``), a module-level setting no code reads (``_unread_globals``), CUDA's
+    own arm of a dispatch on a type string naming another accelerator (``_type_dispatch``), a line
     past ``if not self.<flag>: return`` whose flag is
     bound once to a test saying CUDA (``_instance_flags``), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
@@ -243,7 +245,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
         return True
     guard = device_guard(node, ctx)
     if guard is None:
-        return _flag_exit_says_cuda(node, ctx)
+        return _flag_exit_says_cuda(node, ctx) or cuda_arm_of_a_dispatch(node, ctx)
     if guard is Guard.DEVICE_TYPE or not isinstance(node, ast.Call):
         return True
     if method_name(node) not in ("cuda", "to"):

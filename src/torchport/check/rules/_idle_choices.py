@@ -39,6 +39,9 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   finding. A module's global so read is left only where no other module may read it
   (``_unread_globals.only_shown_anywhere``: the module-level setting's invariant, text reads
   allowed; the choice at the module's top or in its ``if``/``with``/loop/``try`` blocks).
+* A choice bound in a function to a name that function reads nowhere, nested scopes
+  included (:func:`_never_read`; held-out sample AE's E1, contrastive-gap's
+  ``prepare_config``).
 * A choice that only places a seeded ``torch.Generator`` given to a diffusers pipeline
   (``rules/_seeded_generators.py``; held-out sample AD's F8): a CPU generator serves a
   pipeline on any device.
@@ -74,6 +77,7 @@ def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
             and (
                 _names_the_gpu(node.body, ctx)
                 or _only_shown(node, ctx)
+                or _never_read(node, ctx)
                 or _only_seeds_a_pipeline(node, ctx)
                 or _only_a_response_field(node, ctx)
             )
@@ -263,6 +267,48 @@ def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
                 return False
             reads += 1
     return reads > 0
+
+
+_FRAME_READERS = frozenset({"currentframe", "_getframe", "f_locals", "stack"})
+
+
+def _never_read(node: ast.IfExp, ctx: Context) -> bool:
+    """``name = <the choice>`` (or ``torch.device(<the choice>)``) in a function that reads
+    ``name`` nowhere (held-out sample AE's E1: ``device = torch.device(...)`` as a config
+    function's last statement): no load of it in the function or a scope nested in it, no
+    ``name += ...``, no ``global``/``nonlocal`` of it, no call of ``locals``, ``vars``,
+    ``eval`` or ``exec`` and no frame read (``inspect.currentframe``, ``sys._getframe``,
+    ``f_locals``, ``inspect.stack``) in the function. The value is never used, so the choice
+    decides nothing. A value that is any other call (``m = model.to(<choice>)``) keeps the
+    finding: the call itself uses the choice.
+    """
+    bound = _bound_choice(node, ctx)
+    func = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
+    if bound is None or func is None:
+        return False
+    if any(isinstance(a, (ast.ClassDef, ast.Lambda)) for a in ctx.ancestors):
+        return False
+    stmt, name = bound
+    value = getattr(stmt, "value", None)
+    if value is not node and not (
+        isinstance(value, ast.Call)
+        and value.args == [node]
+        and not value.keywords
+        and ctx.qualname(value.func) == "torch.device"
+    ):
+        return False  # `m = model.to(<choice>)`, `d = pick(<choice>)`: a call uses it
+    for sub in ast.walk(func):
+        if isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+            return False
+        if isinstance(sub, ast.Name) and (
+            sub.id in _NAMESPACE_READERS or (sub.id == name and isinstance(sub.ctx, ast.Load))
+        ):
+            return False
+        if isinstance(sub, ast.Attribute) and sub.attr in _FRAME_READERS:
+            return False
+        if isinstance(sub, ast.AugAssign) and getattr(sub.target, "id", None) == name:
+            return False
+    return True
 
 
 def _parents(tree: ast.AST) -> dict[int, ast.AST]:

@@ -40,7 +40,8 @@ class CudaOrCpuDeviceChoice(Rule):
     or the CPU is all they can use (`_cpu_or_cuda_only`): one importing Horovod, or one sharing
     what the choice places with worker processes (`model.share_memory()`,
     `Process(args=(model,))`): Horovod's collectives and `torch.multiprocessing` take CPU or CUDA
-    tensors only. So are a choice the next statement binds over unread, one in a build script,
+    tensors only. So are a choice the next statement binds over unread, one bound in a function to
+    a name the function never reads, one in a build script,
     and `if use_cuda:` on the function's own parameter over NVTX marks only (`_idle_choices`),
     a choice that only places a seeded `torch.Generator` given to a diffusers pipeline (a CPU
     generator serves any device), and one a FastAPI route returns as a text field.

@@ -31,20 +31,20 @@ _GUARDED = (
 class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`, `device="cuda"`,
-    `map_location="cuda:0"` and `accelerator="cuda"` arguments, `torch.device("cuda")`, and
-    `device = "cuda"`, `device: str = "cuda"` and `def f(device="cuda")` settings, also as one
-    arm of a conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not the
-    old-torch fallback of `torch.accelerator`'s answer). Left alone: a CUDA device compared
-    (`dev == torch.device("cuda")`, a test), CUDA a test sets up on purpose inside `with
-    pytest.warns(...)` (or `assertWarns`, `assertLogs`: `model.device = torch.device("cuda")` to
-    trigger a GPU warning) or `with FakeTensorMode()`, test code whose subject is CUDA (named,
-    marked or skipped for it or its GPU architecture, asserting it first, naming two GPUs,
-    starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`),
-    a default every call of the function passes (its repository's, `rules/_passed_defaults.py`)
-    or no code reads (or rebinds first), a CUDA probe's own tensor, benchmark code (a `bm_*`
-    file or function, a test's timing closure, a timing program), a class's own `cuda()` method,
-    and code in the arm of a device check where CUDA is there (`if device.type == "cuda":`, any
-    case, `if torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`): ported, or
+    `map_location="cuda:0"` and `accelerator="cuda"` arguments, `torch.device("cuda")`, and `device
+    = "cuda"`, `device: str = "cuda"` and `def f(device="cuda")` settings, also as one arm of a
+    conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not the old-torch fallback
+    of `torch.accelerator`'s answer). Left alone: a CUDA device compared (`dev ==
+    torch.device("cuda")`, a test), CUDA a test sets up on purpose inside `with pytest.warns(...)`
+    (or `assertWarns`, `assertLogs`: `model.device = torch.device("cuda")` to trigger a GPU warning)
+    or `with FakeTensorMode()`, test code whose subject is CUDA (named, marked or skipped for it or
+    its GPU architecture, asserting it first, naming two GPUs, starting NCCL, testing a GPU-only
+    kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`), a default every call of the function
+    passes (its repository's, `rules/_passed_defaults.py`) or no code reads (or rebinds first), a
+    CUDA probe's own tensor, benchmark code (a `bm_*` file or function, a test's timing closure, a
+    timing program), a class's own `cuda()` method, and code in the arm of a device check where CUDA
+    is there (`if device.type == "cuda":`, any case, `if torch.cuda.is_available():`, `if s ==
+    "cuda":` in a function testing `s == "mps"`; not `if x.device != cuda: x.cuda()`): ported, or
     TP109's choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
