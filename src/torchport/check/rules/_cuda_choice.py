@@ -10,9 +10,9 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
-from torchport.check.rules._type_dispatch import cuda_arm_of_a_dispatch
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import (
+    OTHER_ACCELERATORS,
     built_cuda_string,
     cuda_flag,
     cuda_index_arm,
@@ -201,26 +201,24 @@ def _described(call: ast.Call, branch: ast.If | ast.IfExp, ctx: Context) -> bool
 def left_alone(node: ast.AST, ctx: Context) -> bool:
     """Whether TP101 leaves the CUDA at ``node`` alone: a test, or a device check makes it fine.
 
-    A CUDA device that is an operand of a comparison (``dev == torch.device("cuda")``)
-    tests where the code runs; it places nothing. A test of the device's type
-    around ``node`` makes its CUDA ported code; a CUDA-or-CPU test makes it TP109's
-    choice, except around a move (``.cuda()``, ``.to(...)``) in code that carries
-    its device: that move must follow the carried device, whatever the test says.
-    Inside ``with pytest.warns(...)`` (``assertWarns``, ``assertLogs``,
-    ``deprecated_call``) the CUDA is the test's set-up on purpose (``model.device =
-    torch.device("cuda")`` to trigger a GPU warning): another device fails the test.
-    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``),
-    benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
-    purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
-    that holds no tensor (:func:`moves_nothing`), a default that never runs
-    (:func:`_default_never_runs`) or an option whose value only parameters no code reads get
-    (``_unread_options``), a module-level setting no code reads (``_unread_globals``), CUDA's
-    own arm of a dispatch on a type string naming another accelerator (``_type_dispatch``), a line
-    past ``if not self.<flag>: return`` whose flag is
-    bound once to a test saying CUDA (``_instance_flags``), and CUDA
-    made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
-    code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``), and a CUDA runtime
-    probe's own tensor (``_cuda_probes``).
+    A CUDA device that is an operand of a comparison (``dev == torch.device("cuda")``) tests
+    where the code runs; it places nothing. A test of the device's type around ``node`` makes
+    its CUDA ported code; a CUDA-or-CPU test makes it TP109's choice, except around a move
+    (``.cuda()``, ``.to(...)``) in code that carries its device: that move must follow the
+    carried device, whatever the test says. Inside ``with pytest.warns(...)`` (``assertWarns``,
+    ``assertLogs``, ``deprecated_call``) the CUDA is the test's set-up on purpose
+    (``model.device = torch.device("cuda")`` to trigger a GPU warning): another device fails the
+    test. So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``), benchmark
+    code (``_test_code.benchmark_code``: a benchmark measures one device on purpose), a class's
+    own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss that holds no tensor
+    (:func:`moves_nothing`), a default that never runs (:func:`_default_never_runs`) or an
+    option whose value only parameters no code reads get (``_unread_options``), a module-level
+    setting no code reads (``_unread_globals``), CUDA's own arm of a dispatch on a type string
+    naming another accelerator (``_type_dispatch``), a line past ``if not self.<flag>: return``
+    whose flag is bound once to a test saying CUDA (``_instance_flags``), and CUDA made under
+    ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test code of a
+    CUDA-only kernel (``_cuda_kernels.tests_a_kernel``), and a CUDA runtime probe's own tensor
+    (``_cuda_probes``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
@@ -245,7 +243,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
         return True
     guard = device_guard(node, ctx)
     if guard is None:
-        return _flag_exit_says_cuda(node, ctx) or cuda_arm_of_a_dispatch(node, ctx)
+        return _unguarded_yet_fine(node, ctx)
     if guard is Guard.DEVICE_TYPE or not isinstance(node, ast.Call):
         return True
     if method_name(node) not in ("cuda", "to"):
@@ -280,14 +278,19 @@ def _unread_global(node: ast.AST, ctx: Context) -> bool:
 _SETTINGS = (ast.Assign, ast.AnnAssign)
 
 
-def _flag_exit_says_cuda(node: ast.AST, ctx: Context) -> bool:
-    """:func:`._instance_flags.flag_exit_says_cuda`, its module read on first use (only for
-    a line inside a class: a method's)."""
-    if not any(isinstance(a, ast.ClassDef) for a in ctx.ancestors):
-        return False
-    from torchport.check.rules._instance_flags import flag_exit_says_cuda
+def _unguarded_yet_fine(node: ast.AST, ctx: Context) -> bool:
+    """CUDA past a method's flag exit saying CUDA (``_instance_flags``) or in CUDA's arm of a
+    dispatch on another type (``_type_dispatch``), each module read only where it may answer."""
+    if any(isinstance(a, ast.ClassDef) for a in ctx.ancestors):
+        from torchport.check.rules._instance_flags import flag_exit_says_cuda
 
-    return flag_exit_says_cuda(node, ctx)
+        if flag_exit_says_cuda(node, ctx):
+            return True
+    if not any(ctx.mentions(f'"{t}') or ctx.mentions(f"'{t}") for t in OTHER_ACCELERATORS):
+        return False
+    from torchport.check.rules._type_dispatch import cuda_arm_of_a_dispatch
+
+    return cuda_arm_of_a_dispatch(node, ctx)
 
 
 def _tests_a_kernel(ctx: Context) -> bool:

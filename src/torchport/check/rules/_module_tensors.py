@@ -492,9 +492,8 @@ def _cpu_only(node: ast.Call, nodes: list[ast.AST], ctx: Context) -> bool:
     for n in nodes:
         if isinstance(n, ast.Assign) and n.value is node:
             parents_names.update(t.id for t in n.targets if isinstance(t, ast.Name))
-    for n in nodes:
-        callee = called(n, ctx) if isinstance(n, ast.Call) else None
-        if isinstance(n, ast.Call) and callee is not None and callee.name.startswith(_CPU_ONLY):
+    for n in (n for n in nodes if isinstance(n, ast.Call)):
+        if (callee := called(n, ctx)) is not None and callee.name.startswith(_CPU_ONLY):
             for arg in (*n.args, *(k.value for k in n.keywords)):
                 if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
                     return True
