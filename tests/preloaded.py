@@ -11,10 +11,11 @@ stdout and stderr) and ends as the interpreter's shutdown does (waits for its th
 copy each of the server's pages into the fork. Nothing has run a torch op in the server, so no
 thread pool is copied into a fork.
 
-What a fork cannot give a child is a different interpreter start: a request whose environment
-differs from the server's (another ``PYTHONPATH``, ``OMP_NUM_THREADS``, a ``TORCHPORT_*``
-variable torch or torchport read on import) starts a fresh interpreter instead, as does a
-platform without ``fork``.
+A child's environment is the request's. What a fork cannot give it is another interpreter
+start: a request whose environment differs from the server's in anything but pytest's
+``PYTEST_CURRENT_TEST`` (another ``PYTHONPATH``, ``OMP_NUM_THREADS``, a ``TORCHPORT_*``
+variable torch or torchport read on import) gets a server started for it, in place of the
+last one. Without ``fork`` each child is a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ for line in sys.stdin:
         os.dup2(fd, target)
         os.close(fd)
     sys.stdin = open(0, closefd=False)
+    os.environ.clear()
+    os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.argv = ["-c", *request["argv"]]
     main = types.ModuleType("__main__")
@@ -110,12 +113,25 @@ def _fresh(
     )
 
 
+# What pytest sets for each test phase; nothing reads it at start-up. A child is given it
+# (its whole environment is the request's), but it does not make a server of its own.
+_PER_TEST = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+def _start_up(env: dict[str, str]) -> dict[str, str]:
+    """``env`` less what only a running program reads (:data:`_PER_TEST`)."""
+    return {k: v for k, v in env.items() if k not in _PER_TEST}
+
+
 def _started(env: dict[str, str]) -> _Server | None:
-    """The server for ``env``, started on first use; None where one for another env runs or
-    none can start."""
+    """The server for ``env``: the running one, or one started now (in place of a server for
+    another environment: no more starts than fresh children would make); None where none
+    can start."""
     global _server, _refused
     if _server is not None and _server.process.poll() is None:
-        return _server if env == _server.env else None
+        if _start_up(env) == _start_up(_server.env):
+            return _server
+        _server.stop()
     if _refused:
         return None
     _server = _Server(env)
@@ -164,6 +180,9 @@ class _Server:
     def stop(self) -> None:
         self.process.kill()
         self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            assert pipe is not None
+            pipe.close()
 
 
 def _forked(
@@ -181,7 +200,7 @@ def _forked(
         err.touch()
         try:
             server.send(
-                {"source": source, "argv": list(args), "cwd": os.getcwd(),
+                {"source": source, "argv": list(args), "cwd": os.getcwd(), "env": env,
                  "stdout": str(out), "stderr": str(err)}
             )  # fmt: skip
             pid = int(server.line() or "-1")

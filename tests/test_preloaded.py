@@ -60,8 +60,19 @@ def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs() -> None:
     assert run_python("print(6 * 7)").stdout == "42\n"
 
 
-def test_another_environment_gets_a_fresh_interpreter(tmp_path: Path) -> None:
+_SAYS = "import os, sys; print('torch' in sys.modules, os.environ.get('PYTEST_CURRENT_TEST'))"
+
+
+def test_each_test_s_children_are_forked_with_its_own_environment() -> None:
+    # (a fresh interpreter has not imported torch when it starts; a forked child has)
+    done = run_python(_SAYS)
+    assert done.stdout == f"True {os.environ['PYTEST_CURRENT_TEST']}\n", done.stderr
+
+
+def test_another_environment_gets_a_server_of_its_own(tmp_path: Path) -> None:
     (tmp_path / "own_module.py").write_text("NAME = 'found'\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = run_python("import own_module; print(own_module.NAME)", env=env)
-    assert (done.returncode, done.stdout) == (0, "found\n"), done.stderr
+    done = run_python("import own_module; print(own_module.NAME)\n" + _SAYS, env=env)
+    assert done.stdout == f"found\nTrue {os.environ['PYTEST_CURRENT_TEST']}\n", done.stderr
+    done = run_python("import own_module", env=dict(os.environ))  # the suite's own again
+    assert "No module named 'own_module'" in done.stderr
