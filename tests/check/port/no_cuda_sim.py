@@ -153,6 +153,25 @@ def ports_on_sim_apart(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     return results
 
 
+def placed_or_said(sources: Sequence[str], *, apart: bool = False) -> None:
+    """Port each program (no failure, idempotent) and run the ports on the simulated
+    accelerator (:func:`ports_on_sim_apart` where ``apart``: programs that train): each
+    port leaves a finding, or computes the original's values with every output on ``sim:0``."""
+    ports = [port_text(s) for s in sources]
+    for port in ports:
+        assert not port.failures, port.failures
+        assert port_text(port.source).source == port.source, f"not idempotent:\n{port.source}"
+    run = ports_on_sim_apart if apart else ports_on_sim_or_stops
+    results = run([(s, p.source) for s, p in zip(sources, ports, strict=True)])
+    silent = [
+        (source, port.source, result)
+        for source, port, result in zip(sources, ports, results, strict=True)
+        if not port.remaining
+        and not (result.get("same") and set(result.get("devices", [])) == {"sim:0"})
+    ]
+    assert not silent, silent[0]
+
+
 def in_a_child(child_source: str, job: Any) -> Any:
     """Run ``child_source`` in a child (``TORCHPORT_DEVICE`` unset; forked off a server that
     has imported torch, :mod:`tests.preloaded`) with ``job`` as a JSON file named by

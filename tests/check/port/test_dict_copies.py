@@ -24,8 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import ports_on_sim_or_stops
-from torchport.check.port import port_text
+from tests.check.port.no_cuda_sim import placed_or_said
 
 pytest.importorskip("torch")
 
@@ -76,21 +75,6 @@ def _program(
     return "\n".join(lines) + "\n"
 
 
-def _placed_or_said(sources: list[str]) -> None:
-    ports = [port_text(s) for s in sources]
-    for port in ports:
-        assert not port.failures, port.failures
-        again = port_text(port.source)
-        assert again.source == port.source, f"not idempotent:\n{port.source}"
-    runs = ports_on_sim_or_stops([(s, p.source) for s, p in zip(sources, ports, strict=True)])
-    silent = [
-        (source, port.source, run)
-        for source, port, run in zip(sources, ports, runs, strict=True)
-        if not port.remaining and not (run.get("same") and run.get("devices") == ["sim:0"])
-    ]
-    assert not silent, silent[0]
-
-
 _CASE = st.tuples(
     st.sampled_from(list(_COPIES)),
     st.sampled_from(_HANDED),
@@ -108,14 +92,14 @@ _CASE = st.tuples(
         (c, h, "typed", False, True, True, True) for c in ("none", "unpacked") for h in _HANDED[1:]
     ]
 )
-def test_a_cpu_item_of_a_copied_or_handed_dict_is_placed_or_said(
+def test_a_cpu_item_of_a_copied_or_handed_dict_isplaced_or_said(
     cases: list[tuple[str, str, str, bool, bool, bool, bool]],
 ) -> None:
     sources = [
         _program(c, h, m, first=first, named=named, cat=cat, inside=inside)
         for c, h, m, first, named, cat, inside in cases
     ]
-    _placed_or_said(sources)
+    placed_or_said(sources)
 
 
 def test_a_dict_changed_under_two_names_is_not_read_by_key() -> None:
@@ -123,4 +107,4 @@ def test_a_dict_changed_under_two_names_is_not_read_by_key() -> None:
     its reads are not taken for the literal's items (the port still places or says)."""
     source = _program("same dict", "no", "ones", first=True, named=False, cat=False, inside=False)
     source = source.replace("e = d\n", 'e = d\ne["a"] = torch.zeros(8, 1)\n')
-    _placed_or_said([source])
+    placed_or_said([source])

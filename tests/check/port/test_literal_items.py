@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import ports_on_sim_or_stops
+from tests.check.port.no_cuda_sim import placed_or_said
 from torchport.check.port import port_text
 
 pytest.importorskip("torch")
@@ -74,20 +74,6 @@ def _program(kind: str, made: str, read: str, *, first: bool, named: bool, insid
     return "\n".join(lines) + "\n"
 
 
-def _placed_or_said(sources: list[str]) -> None:
-    ports = [port_text(s) for s in sources]
-    for port in ports:
-        again = port_text(port.source)
-        assert again.source == port.source, f"not idempotent:\n{port.source}"
-    runs = ports_on_sim_or_stops([(s, p.source) for s, p in zip(sources, ports, strict=True)])
-    silent = [
-        (source, port.source, run)
-        for source, port, run in zip(sources, ports, runs, strict=True)
-        if not port.remaining and not (run.get("same") and run.get("devices") == ["sim:0"])
-    ]
-    assert not silent, silent[0]
-
-
 # (each example is one simulated-accelerator child: a few, in the default run's budget)
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -106,14 +92,14 @@ def _placed_or_said(sources: list[str]) -> None:
 )
 @example(cases=[(kind, "zeros", "add", True, False, False) for kind in _KINDS])
 @example(cases=[(kind, "typed", "named", False, True, True) for kind in _KINDS])
-def test_a_cpu_item_beside_a_device_item_is_placed_or_said(
+def test_a_cpu_item_beside_a_device_item_isplaced_or_said(
     cases: list[tuple[str, str, str, bool, bool, bool]],
 ) -> None:
     sources = [
         _program(kind, made, read, first=first, named=named, inside=inside)
         for kind, made, read, first, named, inside in cases
     ]
-    _placed_or_said(sources)
+    placed_or_said(sources)
 
 
 def test_the_item_is_moved_where_it_is_made() -> None:
@@ -147,16 +133,16 @@ _HEAD = (
 )
 
 
-def test_a_container_the_code_changes_or_hands_on_is_placed_or_said() -> None:
+def test_a_container_the_code_changes_or_hands_on_isplaced_or_said() -> None:
     """A key stored, ``len``, a list grown at its end: still read by item; a container
     handed on, copied or looped over: taken whole, each of its items then put where the
     whole is (every case in one child)."""
-    _placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _CHANGED.values()])
+    placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _CHANGED.values()])
 
 
-def test_a_dict_literal_copied_or_handed_on_is_placed_or_said() -> None:
+def test_a_dict_literal_copied_or_handed_on_isplaced_or_said() -> None:
     """A dict is still no device value to the flow, whatever it holds (taken whole, the items
     of checkpoints and records met the device: ``torch.save({...}, path)``, five more findings
     on fairseq); a copy bound to a name read by key reads the literal's items, and a dict
     handed to the file's own function hands its items (p31n; ``test_dict_copies.py``)."""
-    _placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _HANDED_DICTS.values()])
+    placed_or_said([_HEAD + body + "\nOUT.append(r)\n" for body in _HANDED_DICTS.values()])

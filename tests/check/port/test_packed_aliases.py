@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import ports_on_sim_or_stops
+from tests.check.port.no_cuda_sim import placed_or_said
 from torchport.check.port import port_text
 
 pytest.importorskip("torch")
@@ -115,21 +115,6 @@ def _program(bound: str, *, local: bool, keyword: bool, handed: bool, method: bo
     return "\n".join(lines) + "\n"
 
 
-def _placed_or_said(sources: list[str]) -> None:
-    ports = [port_text(s) for s in sources]
-    for port in ports:
-        assert not port.failures, port.failures
-        again = port_text(port.source)
-        assert again.source == port.source, f"not idempotent:\n{port.source}"
-    runs = ports_on_sim_or_stops([(s, p.source) for s, p in zip(sources, ports, strict=True)])
-    silent = [
-        (source, port.source, run)
-        for source, port, run in zip(sources, ports, runs, strict=True)
-        if not port.remaining and not (run.get("same") and set(run.get("devices", [])) == {"sim:0"})
-    ]
-    assert not silent, silent[0]
-
-
 _CASE = st.tuples(st.sampled_from(sorted(_BOUND)), *[st.booleans()] * 4)
 
 
@@ -145,7 +130,7 @@ def test_packed_lengths_through_a_bound_name_stay_on_the_cpu_or_are_said(
         _program(b, local=local, keyword=kw, handed=handed, method=method)
         for b, local, kw, handed, method in cases
     ]
-    _placed_or_said(sources)
+    placed_or_said(sources)
 
 
 def test_a_name_bound_twice_is_not_followed() -> None:

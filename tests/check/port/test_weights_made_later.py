@@ -26,8 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import ports_on_sim_apart
-from torchport.check.port import port_text
+from tests.check.port.no_cuda_sim import placed_or_said
 
 pytest.importorskip("torch")
 
@@ -77,21 +76,6 @@ def _program(maker: str, made: str, update: str, *, tensors: bool, inside: bool)
 _MADE_FORMS = {m: m for m in _MADE}
 
 
-def _placed_or_said(sources: list[str]) -> None:
-    ports = [port_text(s) for s in sources]
-    for port in ports:
-        assert not port.failures, port.failures
-        again = port_text(port.source)
-        assert again.source == port.source, f"not idempotent:\n{port.source}"
-    runs = ports_on_sim_apart([(s, p.source) for s, p in zip(sources, ports, strict=True)])
-    silent = [
-        (source, port.source, run)
-        for source, port, run in zip(sources, ports, runs, strict=True)
-        if not port.remaining and not (run.get("same") and run.get("devices") == ["sim:0"])
-    ]
-    assert not silent, silent[0]
-
-
 _CASE = st.tuples(
     st.sampled_from(sorted(_MAKERS)),
     st.sampled_from(_MADE),
@@ -107,8 +91,8 @@ _CASE = st.tuples(
 @example(cases=[(m, _MADE[0], "data", False, False) for m in list(_MAKERS)[:5]])
 @example(cases=[(m, _MADE[1], "no_grad", True, True) for m in list(_MAKERS)[:5]])
 @example(cases=[(m, _MADE[2], "optimizer", True, False) for m in list(_MAKERS)[:5]])
-def test_a_weight_made_to_require_grad_by_a_statement_is_placed_or_said(
+def test_a_weight_made_to_require_grad_by_a_statement_isplaced_or_said(
     cases: list[tuple[str, str, str, bool, bool]],
 ) -> None:
     sources = [_program(m, made, u, tensors=t, inside=i) for m, made, u, t, i in cases]
-    _placed_or_said(sources)
+    placed_or_said(sources, apart=True)
