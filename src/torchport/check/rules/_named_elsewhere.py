@@ -19,8 +19,8 @@ from torchport.check._listing import remembered
 from torchport.check._syntax import parsed_module
 from torchport.check.rules._project_calls import (
     INTROSPECTS,
+    file_in_repository,
     module_as_value,
-    repository_of,
     repository_texts,
 )
 from torchport.check.rules._shipped import shipped_module
@@ -36,12 +36,10 @@ def named_only_here(path: str, name: str) -> bool:
     module is not a library's (:func:`every_call_passes`'s points, every mention elsewhere
     an escape). Any doubt (no repository, a package's ``__init__``): False. A public class
     of a script so named is followed within its file (``rules/_class_constructions.py``)."""
-    if not os.path.isfile(path):
+    found = file_in_repository(path)
+    if found is None:
         return False
-    root = repository_of(os.path.dirname(os.path.abspath(path)))
-    if root is None:
-        return False
-    full = os.path.abspath(path)
+    root, full = found
     answer = remembered(_SEEN, ("here", full, name), lambda: _only_here(root, full, name))
     return bool(answer)
 

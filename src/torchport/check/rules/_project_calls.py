@@ -66,6 +66,7 @@ from torchport.check.rules._shipped import shipped_module
 __all__ = [
     "INTROSPECTS",
     "every_call_passes",
+    "file_in_repository",
     "installed_module",
     "module_as_value",
     "never_called",
@@ -114,12 +115,10 @@ def never_called(path: str, name: str) -> bool:
     (no repository, a library's module, a mention that is no call but may reach one): False.
     The port leaves such a function's parameters unreported (``port/_batches.py``): nothing
     ever hands them a value."""
-    if not os.path.isfile(path):
+    found = file_in_repository(path)
+    if found is None:
         return False
-    root = repository_of(os.path.dirname(os.path.abspath(path)))
-    if root is None:
-        return False
-    full = os.path.abspath(path)
+    root, full = found
     key = ("never", full, name)
     # no parameter is passed by any call (`param=""`, no position): every call escapes
     answer = remembered(_SEEN, key, lambda: _count(root, full, name, "", None, False) == 0)
@@ -130,6 +129,16 @@ def module_as_value(tree: ast.Module, name: str, stem: str) -> bool:
     """Whether ``tree`` uses the module ``stem`` as a value (``getattr(mod, name)``,
     ``vars(mod)``) or mentions ``name`` other than as :func:`every_call_passes` allows."""
     return _Uses(name, "", None, False, stem).count(tree, own=False) is None
+
+
+def file_in_repository(path: str) -> tuple[str, str] | None:
+    """``(its repository's root, its absolute path)`` of the file at ``path``; None where
+    it is no file or lies in no repository."""
+    if not os.path.isfile(path):
+        return None
+    full = os.path.abspath(path)
+    root = repository_of(os.path.dirname(full))
+    return None if root is None else (root, full)
 
 
 def repository_of(folder: str) -> str | None:
