@@ -132,8 +132,10 @@ def _on_the_cpu(original: str, ported: str) -> None:
     assert all(torch.equal(a, b) for a, b in zip(*outs, strict=True)), ported
 
 
-def _check(cases: list[tuple[str, str, str, str]]) -> None:
-    programs = [_program(*case) for case in cases]
+def _check(cases: list[Any], programs: list[tuple[str, str, bool]], code: str) -> None:
+    """Port each program (no failure, idempotent, the same on the CPU) and run the ports on
+    `sim`: a case placed leaves no finding and lands on `sim:0`; any other is reported with
+    ``code`` (TP504 for "a submodule", whatever is asked) at its line."""
     ports = [port_text(source, "main.py") for source, _, _ in programs]
     for (source, _, _), port in zip(programs, ports, strict=True):
         assert not port.failures, port.failures
@@ -149,8 +151,8 @@ def _check(cases: list[tuple[str, str, str, str]]) -> None:
             assert run.get("same") and set(run["devices"]) == {"sim:0"}, (case, run)
         else:  # reported at the model, whatever the port then does on `sim`
             at = port.source.splitlines().index(line) + 1  # (the port may add lines above)
-            code = "TP504" if case[0] == "a submodule" else "TP501"
-            assert (code, at) in said, (case, said, port.source)
+            expected = "TP504" if case[0] == "a submodule" else code
+            assert (expected, at) in said, (case, said, port.source)
             assert "error" in run or run["same"], (case, run)
 
 
@@ -181,7 +183,7 @@ def _check(cases: list[tuple[str, str, str, str]]) -> None:
 def test_a_class_on_its_own_cpu_device_is_placed_or_said(
     cases: list[tuple[str, str, str, str]],
 ) -> None:
-    _check(cases)
+    _check(cases, [_program(*case) for case in cases], "TP501")
 
 
 _LAMBDA_HEAD = "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
@@ -240,24 +242,7 @@ def _lambda_program(lam: str, held: str, sure: str) -> tuple[str, str, bool]:
 def test_a_lambda_a_module_keeps_that_makes_a_tensor_is_placed_or_said(
     cases: list[tuple[str, str, str]],
 ) -> None:
-    programs = [_lambda_program(*case) for case in cases]
-    ports = [port_text(source, "main.py") for source, _, _ in programs]
-    for (source, _, _), port in zip(programs, ports, strict=True):
-        assert not port.failures, port.failures
-        assert port_text(port.source, "main.py").source == port.source, port.source
-        _on_the_cpu(source, port.source)
-    runs = ports_on_sim_or_stops(
-        [(s, p.source) for (s, _, _), p in zip(programs, ports, strict=True)]
-    )
-    for case, (_, line, placed), port, run in zip(cases, programs, ports, runs, strict=True):
-        said = [(f.code, f.line) for f in port.remaining]
-        if placed:
-            assert not said, (case, port.remaining, port.source)
-            assert run.get("same") and set(run["devices"]) == {"sim:0"}, (case, run)
-        else:
-            at = port.source.splitlines().index(line) + 1
-            assert ("TP504", at) in said, (case, said, port.source)
-            assert "error" in run or run["same"], (case, run)
+    _check(cases, [_lambda_program(*case) for case in cases], "TP504")
 
 
 _PARAMETERS_DEVICE = """import torch
