@@ -90,11 +90,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # checker-alone leg stalled past pytest-timeout's 300 s in test_port_creation_forms and
 # test_stdlib_numbers so, wherever the example database did not yet hold the failure).
 # There a failure ends at its first failing example, shown as drawn.
-_QUIET: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+_EVERY_PROFILE: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 if TORCH_MISSING:
-    _QUIET["phases"] = (Phase.explicit, Phase.reuse, Phase.generate)
-settings.register_profile("dev", max_examples=25, **_QUIET)
-settings.register_profile("ci", max_examples=60, **_QUIET)
+    _EVERY_PROFILE["phases"] = (Phase.explicit, Phase.reuse, Phase.generate)
+settings.register_profile("dev", max_examples=25, **_EVERY_PROFILE)
+settings.register_profile("ci", max_examples=60, **_EVERY_PROFILE)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
