@@ -23,24 +23,28 @@ import pytest
 from tests.preloaded import run_python
 from torchport.check.port import port_text
 
-# What both children share: each original on the CPU, then the simulated accelerator.
-_ORIGINALS = """
+# What every child shares: a program run with its seed, its tensors appended to ``OUT``.
+_RUN = """
 import json, sys
 import torch
-
-pairs = json.loads(open(sys.argv[1]).read())
 
 def run(source):
     out = []
     torch.manual_seed(0)
     exec(compile(source, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
     return out
-
+"""
+# Each original on the CPU, then the simulated accelerator.
+_ORIGINALS = (
+    _RUN
+    + """
+pairs = json.loads(open(sys.argv[1]).read())
 cpus = [run(original) for original, _ in pairs]
 from torchport.testing import simulate_accelerator
 simulate_accelerator()
 results = []
 """
+)
 _CHILD = (
     _ORIGINALS
     + """
@@ -51,12 +55,10 @@ for cpu, (_, ported) in zip(cpus, pairs):
 print(json.dumps(results))
 """
 )
-# The same where a port may stop: its error (``{"error": "Type: message"}``) in its place,
+# Each of ``ports`` where it may stop: its error (``{"error": "Type: message"}``) in its place,
 # and values compared as close (a simulated GRU's kernels sum in another order than the CPU's).
-_STOPPING = (
-    _ORIGINALS
-    + """
-for cpu, (_, ported) in zip(cpus, pairs):
+_EACH_PORT_OR_ITS_STOP = """
+for cpu, ported in zip(cpus, ports):
     try:
         sim = run(ported)
     except Exception as exc:
@@ -68,7 +70,7 @@ for cpu, (_, ported) in zip(cpus, pairs):
     results.append({"same": same, "devices": [str(t.device) for t in sim]})
 print(json.dumps(results))
 """
-)
+_STOPPING = _ORIGINALS + "ports = [ported for _, ported in pairs]\n" + _EACH_PORT_OR_ITS_STOP
 
 
 def original_on_cpu_port_on_sim(original: str, ported: str) -> dict[str, Any]:
@@ -101,43 +103,25 @@ def ports_on_sim_or_stops(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
 # per-device queues once, on its first backward ("device_ready_queues_ ... INTERNAL ASSERT
 # FAILED"), so a program trained by hand stops on `sim` after its original ran in the same
 # child, whatever the port did. (`torchport port --verify` runs a fresh process: no such stop.)
-_SAVE_ORIGINALS = """
-import json, sys
-import torch
-
+_SAVE_ORIGINALS = (
+    _RUN
+    + """
 job = json.loads(open(sys.argv[1]).read())
-outs = []
-for original in job["originals"]:
-    out = []
-    torch.manual_seed(0)
-    exec(compile(original, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
-    outs.append(out)
+outs = [run(original) for original in job["originals"]]
 torch.save(outs, job["saved"])
 print(json.dumps(len(outs)))
 """
-_PORTS_AFTER = """
-import json, sys
-import torch
+)
+_PORTS_AFTER = (
+    _RUN
+    + """
 from torchport.testing import simulate_accelerator
-
 simulate_accelerator()
 job = json.loads(open(sys.argv[1]).read())
-cpus = torch.load(job["saved"])
-results = []
-for cpu, ported in zip(cpus, job["ports"]):
-    out = []
-    torch.manual_seed(0)
-    try:
-        exec(compile(ported, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
-    except Exception as exc:
-        results.append({"error": f"{type(exc).__name__}: {exc}"})
-        continue
-    same = len(cpu) == len(out) and all(
-        torch.allclose(a, b.cpu(), rtol=1e-5, atol=1e-6) for a, b in zip(cpu, out)
-    )
-    results.append({"same": same, "devices": [str(t.device) for t in out]})
-print(json.dumps(results))
+cpus, ports, results = torch.load(job["saved"]), job["ports"], []
 """
+    + _EACH_PORT_OR_ITS_STOP
+)
 
 
 def ports_on_sim_apart(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
