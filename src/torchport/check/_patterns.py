@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["lazy_pattern"]
+__all__ = ["lazy_pattern", "whole_word"]
 
 # What a compiled pattern offers (``re.Pattern``'s public methods and attributes).
 _ATTRIBUTES = (
@@ -60,3 +60,8 @@ else:
     def lazy_pattern(pattern, flags=0):
         """``re.compile(pattern, flags)``, done on first use."""
         return _LazyPattern(pattern, int(flags))
+
+
+def whole_word(text: str) -> re.Pattern[bytes]:
+    """``text`` as a word of a file's bytes (no word character on either side)."""
+    return re.compile(rb"(?<![\w])" + re.escape(text.encode()) + rb"(?![\w])")

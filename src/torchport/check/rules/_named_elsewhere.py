@@ -13,9 +13,9 @@ from a string at run time, or given from outside the repository.
 from __future__ import annotations
 
 import os
-import re
 
 from torchport.check._listing import remembered
+from torchport.check._patterns import whole_word
 from torchport.check._syntax import parsed_module
 from torchport.check.rules._project_calls import (
     INTROSPECTS,
@@ -51,8 +51,7 @@ def _only_here(root: str, path: str, name: str) -> bool:
     texts = repository_texts(root)
     if texts is None:
         return False
-    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
-    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    word, module_word = whole_word(name), whole_word(stem)
     needle, module_needle = name.encode(), stem.encode()
     own = False
     for file, data in texts:

@@ -60,6 +60,7 @@ import os
 import re
 
 from torchport.check._listing import note, remembered
+from torchport.check._patterns import whole_word
 from torchport.check._syntax import parsed_module
 from torchport.check.rules._shipped import shipped_module
 
@@ -72,6 +73,7 @@ __all__ = [
     "never_called",
     "repository_of",
     "repository_texts",
+    "whole_word",
 ]
 
 _MOST_FILES = 20_000
@@ -132,8 +134,7 @@ def module_as_value(tree: ast.Module, name: str, stem: str) -> bool:
 
 
 def file_in_repository(path: str) -> tuple[str, str] | None:
-    """``(its repository's root, its absolute path)`` of the file at ``path``; None where
-    it is no file or lies in no repository."""
+    """``(its repository's root, its absolute path)`` of a file; None outside a repository."""
     if not os.path.isfile(path):
         return None
     full = os.path.abspath(path)
@@ -216,8 +217,7 @@ def _count(
     texts = repository_texts(root)
     if texts is None:
         return None
-    word = re.compile(rb"(?<![\w])(?:" + re.escape(name.encode()) + rb")(?![\w])")
-    module_word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    word, module_word = whole_word(name), whole_word(stem)
     needle, module_needle = name.encode(), stem.encode()
     calls, own = 0, False
     for file, data in texts:

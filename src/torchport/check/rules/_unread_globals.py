@@ -160,6 +160,7 @@ def _named(node: ast.expr, name: str) -> bool:
 
 def _unimported(path: str, name: str) -> bool:
     """No other file of the repository reads ``name`` of the module at ``path``."""
+    from torchport.check._patterns import whole_word
     from torchport.check.rules._project_calls import repository_of, repository_texts
     from torchport.check.rules._shipped import shipped_module
 
@@ -170,8 +171,7 @@ def _unimported(path: str, name: str) -> bool:
     texts = repository_texts(root)
     if texts is None:
         return False
-    word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
-    spelled = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?![\w])")
+    word, spelled = whole_word(stem), whole_word(name)
     strings = not any(os.path.abspath(f) != path and spelled.search(d) for f, d in texts)
     for file, data in texts:
         if os.path.abspath(file) == path or stem.encode() not in data or not word.search(data):
