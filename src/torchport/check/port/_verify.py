@@ -39,6 +39,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -267,7 +268,10 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
             "pass one file"
         )
     listed = ", ".join(str(c) for c in candidates[:5])
-    return None, f"several scripts could be the entry ({listed}); pass one file"
+    return None, (
+        f"several scripts could be the entry ({listed}); name the one to run first: "
+        f"`torchport port {shlex.quote(str(candidates[0]))} --verify`"
+    )
 
 
 _MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]", re.MULTILINE)
