@@ -66,3 +66,14 @@ def test_a_number_of_a_shadowed_int_is_no_fact() -> None:
         "    return result\n"
     )
     assert 8 in {f.line for f in check_source(source, select=["TP109"])}
+
+
+def test_tp103_offers_no_fix_for_a_branch_filling_a_cuda_entry() -> None:
+    """TP109 alone reads a ``"cuda"`` key as no device: TP103's ``.device.type != "cpu"`` fix
+    would file MPS tensors under ``"cuda"``, so it is still withheld (as on the base)."""
+    source = (
+        "import torch\n\ndef count(x, counts):\n    if x.is_cuda:\n"
+        "        counts['cuda'] = counts.get('cuda', 0) + 1\n    return counts\n"
+    )
+    found = [f for f in check_source(source, select=["TP103"]) if f.line == 4]
+    assert found and found[0].fix is None

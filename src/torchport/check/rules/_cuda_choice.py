@@ -136,8 +136,8 @@ def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     return False
 
 
-def _shown_apart(part: ast.AST) -> list[ast.AST]:
-    """The nodes of ``part`` but what is only printed or logged and a record's keys."""
+def _shown_apart(part: ast.AST, records: bool) -> list[ast.AST]:
+    """The nodes of ``part`` but what is only printed or logged (and with ``records``, keys)."""
     found: list[ast.AST] = []
     stack = [part]
     while stack:
@@ -145,7 +145,7 @@ def _shown_apart(part: ast.AST) -> list[ast.AST]:
         if prints_or_logs(node):
             continue
         found.append(node)
-        stack.extend(child for child in ast.iter_child_nodes(node) if not record_key(node, child))
+        stack.extend(c for c in ast.iter_child_nodes(node) if not (records and record_key(node, c)))
     return found
 
 
@@ -164,7 +164,7 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
     """
     body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
     for part in body:
-        for sub in _shown_apart(part):
+        for sub in _shown_apart(part, timing):  # (TP103's fix keeps a `"cuda"` key CUDA's)
             if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
                 return True
             if isinstance(sub, (ast.JoinedStr, ast.BinOp)) and built_cuda_string(sub):
