@@ -17,6 +17,7 @@ from torchport.check.semantic._devices import (
     cuda_flag,
     cuda_index_arm,
     cuda_index_test,
+    record_key,
 )
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 from torchport.check.semantic._receivers import enters_call_named, prints_or_logs
@@ -57,14 +58,13 @@ def cuda_api(name: str) -> bool:
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
-# Calls choosing no device: questions, seeding (TP402's), and housekeeping of what CUDA
-# holds (`if torch.cuda.is_available(): torch.cuda.empty_cache()` picks no device).
+# Calls choosing no device: questions, seeding (TP402's), housekeeping (`empty_cache()`).
 _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
     "get_device_name", "get_device_capability", "device_count", "manual_seed",
     "manual_seed_all", "empty_cache", "ipc_collect", "reset_peak_memory_stats",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary",
     "max_memory_reserved", "memory_cached", "max_memory_cached", "memory_stats",
-    "mem_get_info"))  # fmt: skip
+    "mem_get_info", "reset_accumulated_memory_stats", "reset_max_memory_allocated"))  # fmt: skip
 # ... and saving or restoring CUDA's RNG state (`"cuda": torch.cuda.get_rng_state() if
 # torch.cuda.is_available() else None` in a checkpoint): seeding's kin, no device is picked
 _RNG_STATE = frozenset(f"torch.cuda.{n}" for n in ("get_rng_state", "get_rng_state_all",
@@ -136,8 +136,8 @@ def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     return False
 
 
-def _shown_apart(part: ast.AST) -> list[ast.AST]:
-    """The nodes of ``part``, leaving out what is only printed or logged."""
+def _shown_apart(part: ast.AST, records: bool) -> list[ast.AST]:
+    """The nodes of ``part`` but what is only printed or logged (and with ``records``, keys)."""
     found: list[ast.AST] = []
     stack = [part]
     while stack:
@@ -145,7 +145,7 @@ def _shown_apart(part: ast.AST) -> list[ast.AST]:
         if prints_or_logs(node):
             continue
         found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(c for c in ast.iter_child_nodes(node) if not (records and record_key(node, c)))
     return found
 
 
@@ -164,7 +164,7 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
     """
     body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
     for part in body:
-        for sub in _shown_apart(part):
+        for sub in _shown_apart(part, timing):  # (TP103's fix keeps a `"cuda"` key CUDA's)
             if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
                 return True
             if isinstance(sub, (ast.JoinedStr, ast.BinOp)) and built_cuda_string(sub):

@@ -186,6 +186,8 @@ def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int |
         facts = [_fact(part, scope, ctx, names=names) for part in parts]
         return 0 if is_text(value) and None not in facts else None
     if isinstance(value, ast.Call):
+        if _number_of(value, ctx):  # `int(torch.cuda.memory_allocated(i))`: still a number
+            return _fact(value.args[0], scope, ctx, names=names)
         if ctx.qualname(value.func) not in DESCRIBING:
             return None
         inner = [*value.args, *(k.value for k in value.keywords)]
@@ -210,6 +212,31 @@ def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int |
             kind = _bound_to_facts(value.id, ctx.tree, ctx)
         return None if kind == -1 else kind
     return None
+
+
+def _number_of(call: ast.Call, ctx: Context) -> bool:
+    """``int(x)``, ``float(x)`` or ``round(x)`` (the builtins: the name bound nowhere in the
+    module), one argument: the number of a fact is a fact (sample AF's runtime monitor)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Name)
+        and func.id in ("int", "float", "round")
+        and len(call.args) == 1
+        and not call.keywords
+        and not _binds(func.id, ctx.tree)
+    )
+
+
+def _binds(name: str, tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (*_DEFINITIONS, ast.alias)) and name in (
+            getattr(node, "name", None),
+            getattr(node, "asname", None),
+        ):
+            return True
+    return False
 
 
 def _bound_to_facts(name: str, scope: ast.AST, ctx: Context) -> int | None:

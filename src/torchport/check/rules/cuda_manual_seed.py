@@ -23,13 +23,13 @@ class CudaManualSeed(Rule):
     reproducible. `torch.manual_seed(seed)` seeds the CPU and every
     accelerator's generator.
 
-    Not reported after `torch.manual_seed(...)` ran, in the same function (or at the
-    top level), earlier in the same block or before a statement that holds the call
-    (such as `if torch.cuda.is_available():`), however far above: every device is
-    seeded already, the CUDA call is a leftover that does no harm. Nor where such a
-    call follows it in the same function on every path that goes on from it (no
-    `return`, `raise`, `break`, `continue` or `yield` between, no `while` around it):
-    the seeding function ends with every device seeded.
+    Not reported after `torch.manual_seed(...)` (or `torch.random.manual_seed(...)`, the
+    same function) ran, in the same function (or at the top level), earlier in the same
+    block or before a statement that holds the call (such as `if torch.cuda.is_available():`),
+    however far above: every device is seeded already, the CUDA call is a leftover that does
+    no harm. Nor where such a call follows it in the same function on every path that goes
+    on from it (no `return`, `raise`, `break`, `continue` or `yield` between, no `while`
+    around it): the seeding function ends with every device seeded.
 
     ## Fix safety
     `torch.manual_seed` also reseeds the CPU generator at that point; if CPU
@@ -58,6 +58,8 @@ class CudaManualSeed(Rule):
         "    if torch.cuda.is_available():\n        torch.cuda.manual_seed(s)\n"
         "        torch.cuda.manual_seed_all(s)\n    torch.manual_seed(s)\n",
         "import torch\n\nfor s in seeds:\n    torch.cuda.manual_seed(s)\ntorch.manual_seed(0)\n",
+        # `torch.random.manual_seed` is `torch.manual_seed` (sample AF's VAE-TEB, judged noise)
+        "import torch\n\ntorch.random.manual_seed(42)\ntorch.cuda.manual_seed(42)\n",
     )
     invalid = (
         Example(
@@ -113,7 +115,11 @@ def _seeded_around(ctx: Context) -> bool:
 
 def _seeds_every_device(stmt: ast.stmt, ctx: Context) -> bool:
     value = stmt.value if isinstance(stmt, ast.Expr) else None
-    return isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed"
+    return isinstance(value, ast.Call) and ctx.qualname(value.func) in _EVERY_DEVICE
+
+
+# torch.manual_seed is torch.random's: either name seeds the CPU and every accelerator
+_EVERY_DEVICE = ("torch.manual_seed", "torch.random.manual_seed")
 
 
 _LEAVES = (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)

