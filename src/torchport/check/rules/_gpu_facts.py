@@ -215,28 +215,16 @@ def _fact(value: ast.AST, scope: ast.AST, ctx: Context, *, names: bool) -> int |
 
 
 def _number_of(call: ast.Call, ctx: Context) -> bool:
-    """``int(x)``, ``float(x)`` or ``round(x)`` (the builtins: the name bound nowhere in the
-    module), one argument: the number of a fact is a fact (sample AF's runtime monitor)."""
+    """``int(x)``, ``float(x)`` or ``round(x)`` (the builtins: no binding of the name reaches
+    the call), one argument: the number of a fact is a fact (sample AF's runtime monitor)."""
     func = call.func
     return (
         isinstance(func, ast.Name)
         and func.id in ("int", "float", "round")
         and len(call.args) == 1
         and not call.keywords
-        and not _binds(func.id, ctx.tree)
+        and not ctx.scopes.bindings(func.id, func)
     )
-
-
-def _binds(name: str, tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-        if isinstance(node, (*_DEFINITIONS, ast.alias)) and name in (
-            getattr(node, "name", None),
-            getattr(node, "asname", None),
-        ):
-            return True
-    return False
 
 
 def _bound_to_facts(name: str, scope: ast.AST, ctx: Context) -> int | None:
