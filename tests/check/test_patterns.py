@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import torchport.check
-from torchport.check._patterns import _ATTRIBUTES, _LazyPattern, lazy_pattern
+from torchport.check._patterns import _ATTRIBUTES, _LazyPattern, found_naming, lazy_pattern
+from torchport.check.rules._cuda_projects import _CALLED_IMPORT, _CALLED_PACKAGES
 
 PATTERNS = [
     (r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE),
@@ -93,3 +94,27 @@ def test_every_lazy_pattern_of_the_package_compiles() -> None:
                         assert all(getattr(part, n) == getattr(compiled, n) for n in _ATTRIBUTES)
                         found += 1
     assert found >= 25, found  # 27 when written: the test sees them
+
+
+# Texts of import lines, the package names and pieces of them (`ap`, `amp`), word and
+# non-word neighbours (`_`, `.`, `é`), for a pattern each of whose matches holds a name.
+_PIECES = st.sampled_from(
+    ["import ", "from ", "\n", " ", "\t", "x", "_", ".", ",", "é", "ap", "amp", "cut", "C",
+     *_CALLED_PACKAGES]
+)  # fmt: skip
+_IMPORT_TEXT = st.lists(_PIECES, max_size=12).map("".join)
+
+
+@given(_IMPORT_TEXT, st.sampled_from([_CALLED_PACKAGES, ("apex", "amp_C"), ("cutlass",)]))
+def test_found_naming_answers_as_the_search_and_compiles_only_for_a_name(
+    text: str, names: tuple[str, ...]
+) -> None:
+    # the oracle: the pattern searched with `re` alone (CUDA packages' import lines as
+    # rules/_cuda_projects.py looks for them, on its own names and on fewer)
+    source = r"\n[ \t]*(?:import|from)[ \t][^\n]*\b(?:" + "|".join(names) + r")\b"
+    lazy = lazy_pattern(source)
+    assert found_naming(lazy, text, names) == (re.search(source, text) is not None)
+    assert ("search" in vars(lazy)) == any(name in text for name in names)  # compiled
+    shipped = _CALLED_IMPORT._source[0]  # type: ignore[attr-defined]
+    expected = re.search(shipped, text) is not None
+    assert found_naming(_CALLED_IMPORT, text, _CALLED_PACKAGES) == expected

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["lazy_pattern", "whole_word"]
+__all__ = ["found_naming", "lazy_pattern", "whole_word"]
 
 # What a compiled pattern offers (``re.Pattern``'s public methods and attributes).
 _ATTRIBUTES = (
@@ -65,3 +65,10 @@ else:
 def whole_word(text: str) -> re.Pattern[bytes]:
     """``text`` as a word of a file's bytes (no word character on either side)."""
     return re.compile(rb"(?<![\w])" + re.escape(text.encode()) + rb"(?![\w])")
+
+
+def found_naming(pattern: re.Pattern[str], text: str, names: tuple[str, ...]) -> bool:
+    """Whether ``pattern`` finds a match in ``text``, for a pattern each of whose matches
+    holds one of ``names``: searched (and a lazy pattern compiled) only where the text holds
+    one of them at all, each a plain look for a substring."""
+    return any(name in text for name in names) and pattern.search(text) is not None

@@ -97,7 +97,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import note, real_path, remembered
-from torchport.check._patterns import lazy_pattern
+from torchport.check._patterns import found_naming, lazy_pattern
 from torchport.check.rules._own_extensions import own_extension
 
 __all__ = [
@@ -204,7 +204,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
     # (the pattern compiled only for a text with an indented line, which it needs)
     indented = _INDENTED_IMPORT.findall(text) if "\n " in text or "\n\t" in text else []
     apex = _may_call_apex(ctx) or "faiss" in ctx.source  # (faiss's GPU entries)
-    package = _CALLED_IMPORT.search(text) is not None
+    package = found_naming(_CALLED_IMPORT, text, _CALLED_PACKAGES)  # (it needs a name)
     if not indented and not apex and not package:
         return {}
     relative = "_cuda" in ctx.source and any(n.startswith(".") for n in indented)
