@@ -269,7 +269,7 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
         )
     listed = ", ".join(str(c) for c in candidates[:5])
     return None, (
-        f"several scripts could be the entry ({listed}); name the one to run first: "
+        f"several scripts could be the entry ({listed}); name the script to run first: "
         f"`torchport port {shlex.quote(str(candidates[0]))} --verify`"
     )
 
