@@ -25,7 +25,8 @@ INDICES = [
     ("idx = list(range(take))\n", "idx", True),
     ("idx = [0, 1]\n", "idx", True),
     (
-        "if sel:\n    idx = [i for i in range(take) if keep(i)]\nelse:\n    idx = list(range(take))\n",
+        "if sel:\n    idx = [i for i in range(take) if keep(i)]\n"
+        "else:\n    idx = list(range(take))\n",
         "idx",
         True,
     ),
