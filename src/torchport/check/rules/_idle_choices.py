@@ -48,6 +48,9 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
 * A choice a FastAPI route returns as a text field (``return Health(device=<choice>)``, a
   pydantic model's ``str`` field, or a returned dict's value: ``rules/_web_responses.py``;
   held-out sample AD's F2, pos 58).
+* An autocast or nothing: ``torch.autocast("cuda", ...) if <CUDA test> else nullcontext()``
+  (``rules/_autocast_choices.py``; held-out sample AF's N3): a mixed-precision context for
+  work on a device chosen elsewhere, no device picked and nothing on the CPU.
 * A choice bound at a module's top to a name no code reads: the module never names it again
   and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
   AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
@@ -80,6 +83,7 @@ def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
                 or _never_read(node, ctx)
                 or _only_seeds_a_pipeline(node, ctx)
                 or _only_a_response_field(node, ctx)
+                or _only_picks_autocast(node, ctx)
             )
         )
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
@@ -94,6 +98,15 @@ def _only_seeds_a_pipeline(node: ast.IfExp, ctx: Context) -> bool:
     from torchport.check.rules._seeded_generators import only_seeds_a_pipeline
 
     return only_seeds_a_pipeline(node, ctx)
+
+
+def _only_picks_autocast(node: ast.IfExp, ctx: Context) -> bool:
+    """``rules/_autocast_choices.py``, read on first use (a file naming ``nullcontext``)."""
+    if not ctx.mentions("nullcontext"):
+        return False
+    from torchport.check.rules._autocast_choices import only_picks_autocast
+
+    return only_picks_autocast(node, ctx)
 
 
 def _only_a_response_field(node: ast.IfExp, ctx: Context) -> bool:

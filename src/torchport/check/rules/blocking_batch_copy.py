@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._index_copies import copies_a_list_index
 from torchport.check.rules._loops import graph_features, rebound_in_the_body
 from torchport.check.rules._read_back import read_back_next
 
@@ -30,7 +31,9 @@ class BlockingBatchCopy(Rule):
     proceeds meanwhile.
     Not reported for a graph's features (DGL's `g.ndata["feat"].to(device)`,
     `.edata`): a loader pins a batch's tensors, not a `DGLGraph`'s, so
-    `non_blocking=True` overlaps nothing there. Nor for a copy bound to a name the next
+    `non_blocking=True` overlaps nothing there; nor for a tensor indexed with a list of ints
+    (`x[idx].to(device)`, `idx = list(range(n))`): a new tensor nobody pinned. Nor for a copy
+    bound to a name the next
     statement only reads back to the host (`labels.tolist()`): it waits for it at once.
 
     ## Fix safety
@@ -84,8 +87,8 @@ class BlockingBatchCopy(Rule):
         if not _a_blocking_move_kept(node, ctx):
             return
         assert isinstance(node.func, ast.Attribute)
-        if graph_features(node.func.value):
-            return  # a DGL graph's features: a loader cannot pin them, nothing overlaps
+        if graph_features(node.func.value) or copies_a_list_index(node.func.value, ctx):
+            return  # a DGL graph's features, a list-indexed copy: nothing pinned, no overlap
         root = _root_name(node.func.value)
         if root is None or not _a_batch_of_a_loader(root, node, ctx) or read_back_next(node, ctx):
             return  # not the batch, or read back to the host at once: nothing to overlap
