@@ -66,6 +66,7 @@ class Context(SourceText):
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
         self.import_tails, self.alias_tails, assigned = facts.tails, facts.aliases, facts.assigned
+        self.attribute_alias_tails = facts.attribute_aliases  # `self.pack = pps`: "pack" -> its
         # What each module-level star import binds (None: no star import; see _read_stars)
         self._stars: dict[int, Exports | None] | None = None
         self._wildcard = False  # a star import of torch's names: any free name may be torch's

@@ -273,6 +273,8 @@ def _walk(
                 callee = func.attr
                 if attr_tails and callee in attr_tails:  # `c.L`, compat's torch `load`: "load"
                     callee = (callee, attr_tails[callee])
+                elif (kept := ctx.attribute_alias_tails) and kept.get(callee):  # `self.pack`
+                    callee = (callee, kept[callee])
             elif func.__class__ is ast.Name:
                 callee = func.id
                 tail = tails.get(callee, callee)  # None: imported as different things
