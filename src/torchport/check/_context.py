@@ -72,9 +72,8 @@ class Context(SourceText):
         self._wildcard = False  # a star import of torch's names: any free name may be torch's
         if facts.stars:
             self._read_stars(facts)
-        # What a `from compat import L` binds to torch's objects through the project's
-        # own modules (id(statement) -> local name -> target), and the names an `import
-        # compat as c` reaches so (module -> name -> target: `c.L`); see _read_named
+        # What a `from compat import L` binds to torch's objects through the project's own modules
+        # (id(statement) -> name -> target), and an `import compat as c` (`c.L`); see _read_named
         self._named: dict[int, dict[str, str]] = {}
         self._through: dict[str, dict[str, str]] = {}
         # attribute -> the last part of its target, for `c.L` (the engine's call dispatch)

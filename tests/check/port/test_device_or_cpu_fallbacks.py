@@ -78,12 +78,15 @@ def _program(fallback: str, kind: str, handed: str) -> str:
             "        return self.model(x.to(self.device))",
         ]
         given = f", {arg}" if arg else ""
-        use = [f"t = Trainer(nn.Linear(4, 3){given})", "OUT.append(t.step(torch.ones(2, 4)).detach())"]
+        use = [f"t = Trainer(nn.Linear(4, 3){given})"]
+        use.append("OUT.append(t.step(torch.ones(2, 4)).detach())")
     lines = [*head, *cls, "", "torch.manual_seed(0)", *program_device, *use]
     return "\n".join(lines) + "\n"
 
 
-_CASE = st.tuples(st.sampled_from(sorted(FALLBACKS)), st.sampled_from(KINDS), st.sampled_from(HANDED))
+_CASE = st.tuples(
+    st.sampled_from(sorted(FALLBACKS)), st.sampled_from(KINDS), st.sampled_from(HANDED)
+)
 
 
 # (each example is one simulated-accelerator child: a few, in the default run's budget)
@@ -108,9 +111,7 @@ def test_a_device_that_falls_back_to_the_cpu_keeps_what_it_is_given(
 def test_the_accelerator_handed_is_no_cpu_choice(fallback: str, kind: str) -> None:
     """Where the program hands its accelerator, the class's fallback is no deliberate CPU:
     nothing reported, nothing rewritten there, every output on the device."""
-    sources = [
-        _program(fallback, kind, handed) for handed in HANDED if "accelerator" in handed
-    ]
+    sources = [_program(fallback, kind, handed) for handed in HANDED if "accelerator" in handed]
     for source in sources:
         port = port_text(source, "p.py")
         assert not port.remaining, port.remaining

@@ -143,8 +143,11 @@ def test_a_tensor_made_beside_an_expression_of_the_parameter_is_placed_or_said(
     same_on_the_cpu(["OUT = []\n" + s for s in sources])  # (its own list here)
 
 
+_DRAW = st.tuples(st.sampled_from(sorted(DRAWS)), st.sampled_from(PLACES))
+
+
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases=st.lists(st.tuples(st.sampled_from(sorted(DRAWS)), st.sampled_from(PLACES)), min_size=6, max_size=6))
+@given(cases=st.lists(_DRAW, min_size=6, max_size=6))
 @example(cases=[(d, "the script") for d in DRAWS])
 @example(cases=[(d, p) for d in ("normal_", "then scaled") for p in PLACES[1:]])
 def test_a_cpu_draw_stays_the_cpus(cases: list[tuple[str, str]]) -> None:

@@ -1,4 +1,4 @@
-"""A lambda a module's methods reach through a name or ``setattr``: its CPU tensor is said or placed.
+"""A lambda a module's methods reach through a name or ``setattr``: its CPU tensor said or placed.
 
 p31m placed (or reported) a lambda ``__init__`` keeps as ``self.f = lambda ...``; the port
 still said "0 left" of the same lambda reached another way, and the program stopped at the
@@ -123,7 +123,8 @@ def test_a_module_level_lambda_only_the_builder_runs_is_left_alone() -> None:
         "import torch\nfrom torch import nn\n\ninit = lambda n: torch.ones(n, 4) / 4\n\n"
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.w = nn.Parameter(init(3))\n\n    def forward(self, x):\n"
-        "        return x @ self.w.T\n\nmodel = Net()\nOUT.append(model(torch.ones(2, 4)).detach())\n"
+        "        return x @ self.w.T\n\nmodel = Net()\n"
+        "OUT.append(model(torch.ones(2, 4)).detach())\n"
     )
     port = port_text(source, "p.py")
     assert not [f for f in port.remaining if f.code == "TP504"], port.remaining

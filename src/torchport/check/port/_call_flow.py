@@ -386,7 +386,9 @@ def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:
         known = answers.get(id(target))
         if known is None:
             known = answers[id(target)] = _returns_host(flow, target)
-        if known and any(flow.on_device(arg, scope) for _, arg in _handed(call, params, target, flow)):
+        if known and any(
+            flow.on_device(arg, scope) for _, arg in _handed(call, params, target, flow)
+        ):
             found.add(id(call))
     return found
 

@@ -168,10 +168,9 @@ def tensor_root(expr: ast.expr) -> ast.Name | None:
             return expr
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             expr = expr.func
-        if isinstance(expr, ast.Attribute) and expr.attr not in _HOST_READS:
-            expr = expr.value
-        elif isinstance(expr, ast.Subscript):
-            expr = expr.value
+        kept = isinstance(expr, ast.Attribute) and expr.attr not in _HOST_READS
+        if kept or isinstance(expr, ast.Subscript):
+            expr = expr.value  # type: ignore[attr-defined]
         else:
             return None
 

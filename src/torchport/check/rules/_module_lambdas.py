@@ -9,10 +9,13 @@ device=next(self.parameters()).device)``), where that device is sure to be there
 of ``__init__`` (or of a method only ``__init__`` calls, ``self.build()``), ``self`` is that
 method's first parameter and no parameter of the lambda (nor another binding there) takes
 its name, ``__init__`` gives the module weights, and neither reads ``self.X`` (the lambda
-runs after the module is built). Else reported, with no fix. A lambda no other method
-reads is left alone (it never runs there). A lambda the class body binds (``f =
-staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``) is
-reported (:func:`class_lambda`).
+runs after the module is built). Kept so as well: ``setattr(self, "X", lambda ...)``, and
+a name ``__init__`` binds to the lambda and keeps (``f = lambda ...; self.X = f``; a name
+also read otherwise, run there or handed on: reported). Else reported, with no fix. A lambda
+no other method reads is left alone (it never runs there). A lambda the class body binds
+(``f = staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``)
+is reported (:func:`class_lambda`), and so is one bound to a module-level name a method
+uses (``act = lambda t: torch.cat([t, torch.zeros(1)])``, :func:`module_lambda`).
 """
 
 from __future__ import annotations
@@ -229,7 +232,8 @@ def module_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
         lam = parents.get(id(lam))
     if not isinstance(lam, ast.Lambda):
         return None
-    held, holder = lam, parents.get(id(lam))
+    held: ast.AST = lam
+    holder = parents.get(id(lam))
     while isinstance(holder, _HOLDERS) and not (
         isinstance(holder, ast.Dict) and held in holder.keys
     ):
@@ -250,8 +254,10 @@ def module_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
             if not any(b.node is target or b.node is holder for b in bound):
                 continue  # a name of its own there
             up = parents.get(id(read))
-            if isinstance(up, ast.Call) and up.func is read and builds_the_module(
-                method, scope.cls, ctx
+            if (
+                isinstance(up, ast.Call)
+                and up.func is read
+                and builds_the_module(method, scope.cls, ctx)
             ):
                 continue  # run while the module is built: what it makes is kept, or TP504's
             return _MODULE_LAMBDA.format(name=target.id, used=read.lineno)

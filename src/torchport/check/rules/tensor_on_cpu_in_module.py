@@ -61,9 +61,9 @@ class TensorOnCpuInModule(Rule):
     model is; the port does not rewrite optimizers, it names them.
     Also reported: a function (or a lambda bound to a name) of the file that makes a CPU
     tensor a method uses, by name or as `self.f = f` (a function's moved at the call,
-    `f(n).to(x.device)`, when its every return is one), modules kept in a plain list or dict attribute (not children:
-    `nn.ModuleList` would change the state_dict's keys), and a module's own
-    CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
+    `f(n).to(x.device)`, when its every return is one), modules kept in a plain list or
+    dict attribute (not children: `nn.ModuleList` would change the state_dict's keys), and a
+    module's own CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
     """
 
     code = "TP504"

@@ -210,7 +210,9 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             assigned.update(names)
             if stmt.value.__class__ in _ALIAS_VALUES:
                 bound.extend((n, stmt.value) for n in names)
-                kept.extend((t.attr, stmt.value) for t in stmt.targets if _attribute(t))
+                kept.extend(
+                    (t.attr, stmt.value) for t in stmt.targets if isinstance(t, ast.Attribute)
+                )
             continue
         if kind is ast.AnnAssign:
             assert isinstance(stmt, ast.AnnAssign)
@@ -264,10 +266,6 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
         if last is not None and last != name:
             attrs[name] = last if attrs.get(name, last) == last else None
     return facts
-
-
-def _attribute(target: ast.expr) -> bool:
-    return isinstance(target, ast.Attribute)
 
 
 _ALIAS_VALUES = frozenset({ast.Name, ast.Attribute, ast.Call})
