@@ -135,6 +135,14 @@ def test_packed_lengths_through_an_attribute_or_a_dict_stay_on_the_cpu_or_are_sa
     sources = [_kept_program(k, handed=h, keyword=kw) for k, h, kw in kept]
     sources += [_unpacked_program(u, in_main=m) for u, m in unpacked]
     placed_or_said(sources)
+    for source in sources:  # said: at the call that wants the lengths on the CPU
+        port = port_text(source, "p.py")
+        lines = port.source.splitlines()
+        packs = {i + 1 for i, line in enumerate(lines) if "pack" in line and "lengths" in line}
+        assert not port.remaining or any(f.line in packs for f in port.remaining), (
+            port.source,
+            port.remaining,
+        )
 
 
 def test_an_attribute_bound_twice_is_not_followed() -> None:
