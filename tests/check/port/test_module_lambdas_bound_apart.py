@@ -5,13 +5,13 @@ still said "0 left" of the same lambda reached another way, and the program stop
 lambda on any accelerator (issue 31): bound to a module-level name a method calls (``act =
 lambda t: torch.cat([t, torch.zeros(2, 1)], 1)``, or an item of a module-level dict), that
 name kept by ``__init__`` (``self.act = act``), a local name ``__init__`` binds and keeps
-(``f = lambda ...; self.f = f``), or ``setattr(self, "f", lambda ...)``. The invariant: a
-tensor such a lambda makes on the CPU each time it runs is placed on the module's
+(``f = lambda ...; self.f = f``, ``self.fs = [f]``), or ``setattr(self, "f", lambda ...)``.
+The invariant: a tensor such a lambda makes on the CPU each time it runs is placed on the module's
 parameters' device where that is sure to be there (as p31m's), else reported at its line
 (TP504); never "0 left" with the program stopping there.
 
 Programs are generated: the lambda's body (what it makes beside its parameter: six
-factories, a drawn one and an in-place draw among them), how the module reaches it (six
+factories, a drawn one and an in-place draw among them), how the module reaches it (seven
 ways), and whether ``__init__`` also runs it. Oracles apart from the port: the original
 on the CPU and the port on the simulated accelerator (``no_cuda_sim``): with no finding
 left, the original's values on ``sim:0``; with one, a finding on the lambda's line. The
@@ -44,6 +44,7 @@ REACHED = (
     "a local name kept",
     "setattr",
     "setattr of a local name",
+    "a local name kept in a list",
 )
 
 
@@ -61,9 +62,11 @@ def _program(body: str, reached: str, run_in_init: bool) -> str:
         init, callee = [f"f = {lam}", "self.f = f"], "self.f"
     elif reached == "setattr":
         init, callee = [f'setattr(self, "f", {lam})'], "self.f"
-    else:
-        assert reached == "setattr of a local name"
+    elif reached == "setattr of a local name":
         init, callee = [f"f = {lam}", 'setattr(self, "f", f)'], "self.f"
+    else:
+        assert reached == "a local name kept in a list"
+        init, callee = [f"f = {lam}", "self.fs = [f]"], "self.fs[0]"
     if run_in_init:  # run while the module is built, too
         init.append(f"self.probe = {callee}(torch.zeros(2, 3))")
     lines = [

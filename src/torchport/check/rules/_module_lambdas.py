@@ -91,7 +91,7 @@ def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | Non
     inits = {id(init): init, id(own_init): own_init}.values()
     read_in_init = any(_reads(m, a) for m in inits for a in attrs)
     sure = exact and not shadowed and not read_in_init and init_holds_weights(cls, facts)
-    message = _HELD_LAMBDA.format(name=attrs[0] if attrs else "?")
+    message = _HELD_LAMBDA.format(name=attrs[0] if attrs else "<the name setattr gives>")
     return message, f"next({me}.parameters()).device" if sure else None
 
 
@@ -101,8 +101,8 @@ def _kept_on(
     """``(the attributes of ``me`` the lambda ``held`` is kept on, whether those are all
     the ways it leaves ``init``)``: ``self.X = held``, ``setattr(self, "X", held)`` (a name
     not written: ``[]``, not exact), or a name bound once to it and kept so (``f = held;
-    self.X = f``; a read of the name other than a call hands it on: not exact). None: not
-    kept on the module."""
+    self.X = f``, also in a list, tuple or dict: ``self.fs = [f]``; any other read of the
+    name, a call there included, is not exact). None: not kept on the module."""
     attr = _self_store(held, holder, me)
     if attr is not None:
         return ([attr] if attr else []), bool(attr)
@@ -117,8 +117,10 @@ def _kept_on(
     for n in ast.walk(init):
         if not (isinstance(n, ast.Name) and n.id == name.id) or n is name:
             continue
-        up = parents.get(id(n))
-        kept = _self_store(n, up, me) if isinstance(n.ctx, ast.Load) else None
+        item, up = n, parents.get(id(n))
+        while isinstance(up, _HOLDERS) and not (isinstance(up, ast.Dict) and item in up.keys):
+            item, up = up, parents.get(id(up))  # `self.fs = [f]`
+        kept = _self_store(item, up, me) if isinstance(n.ctx, ast.Load) else None
         if kept:
             attrs.append(kept)
         else:  # called here (it may run before the weights are), bound again, handed on
