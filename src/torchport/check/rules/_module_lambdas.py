@@ -117,7 +117,8 @@ def _kept_on(
     for n in ast.walk(init):
         if not (isinstance(n, ast.Name) and n.id == name.id) or n is name:
             continue
-        item, up = n, parents.get(id(n))
+        item: ast.AST = n
+        up = parents.get(id(n))
         while isinstance(up, _HOLDERS) and not (isinstance(up, ast.Dict) and item in up.keys):
             item, up = up, parents.get(id(up))  # `self.fs = [f]`
         kept = _self_store(item, up, me) if isinstance(n.ctx, ast.Load) else None
