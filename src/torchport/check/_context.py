@@ -66,14 +66,14 @@ class Context(SourceText):
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
         self.import_tails, self.alias_tails, assigned = facts.tails, facts.aliases, facts.assigned
+        self.attribute_alias_tails = facts.attribute_aliases  # `self.pack = pps`: "pack" -> its
         # What each module-level star import binds (None: no star import; see _read_stars)
         self._stars: dict[int, Exports | None] | None = None
         self._wildcard = False  # a star import of torch's names: any free name may be torch's
         if facts.stars:
             self._read_stars(facts)
-        # What a `from compat import L` binds to torch's objects through the project's
-        # own modules (id(statement) -> local name -> target), and the names an `import
-        # compat as c` reaches so (module -> name -> target: `c.L`); see _read_named
+        # What a `from compat import L` binds to torch's objects through the project's own modules
+        # (id(statement) -> name -> target), and an `import compat as c` (`c.L`); see _read_named
         self._named: dict[int, dict[str, str]] = {}
         self._through: dict[str, dict[str, str]] = {}
         # attribute -> the last part of its target, for `c.L` (the engine's call dispatch)

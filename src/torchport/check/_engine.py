@@ -243,11 +243,11 @@ def _walk(
     findings: list[Finding] = []
     failures: list[RuleFailure] = []
     dispatch = ruleset.dispatch
-    skip = not ruleset.visit_unpositioned
-    fields_of = ruleset.fields_of
+    skip, fields_of = not ruleset.visit_unpositioned, ruleset.fields_of
     by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
     keyword_names = ruleset.call_keywords
-    tails, attr_tails = ctx.import_tails, ctx.attr_tails  # imported name (`c.L`: L) -> its tail
+    tails = ctx.import_tails  # imported name -> its tail; an attribute's (`c.L`, `self.pack`):
+    attr_tails = {**{k: v for k, v in ctx.attribute_alias_tails.items() if v}, **ctx.attr_tails}
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
     scoped = ruleset.scoped

@@ -108,7 +108,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
     for _ in range(_ROUNDS):
         dirty: dict[int, PortScope] = {}
         for call, scope, params, target in calls:
-            for param, arg in _handed(call, params, target):
+            for param, arg in _handed(call, params, target, flow):
                 if param not in target.values and _device_handed(flow, arg, scope, target, param):
                     target.values.add(param)
                     target.given.add(param)
@@ -127,7 +127,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             flow.run(target)
     _host_parameters(flow, calls, seeded)
     for call, scope, params, target in calls:
-        for param, arg in _handed(call, params, target):
+        for param, arg in _handed(call, params, target, flow):
             if (id(target), param) in seeded and not flow.on_device(arg, scope):
                 if param in target.guess_seeds:  # its callee moves nothing for it: neither here
                     flow.guesses.append((arg, scope, call))
@@ -181,7 +181,7 @@ def _host_parameters(flow: DeviceFlow, calls: list[OwnCall], seeded: set[tuple[i
     tensors: dict[tuple[int, str], bool] = {}
     targets: dict[int, PortScope] = {}
     for call, scope, params, target in calls:
-        for param, arg in _handed(call, params, target):
+        for param, arg in _handed(call, params, target, flow):
             key = (id(target), param)
             if key in seeded:
                 continue
@@ -228,7 +228,7 @@ def _guess_seeds(
     numbers: set[tuple[int, str]] = set()  # handed a number: what meets it there, anywhere
     targets: dict[int, PortScope] = {}
     for call, scope, params, target in calls:
-        for param, arg in _handed(call, params, target):
+        for param, arg in _handed(call, params, target, flow):
             key = (id(target), param)
             if key not in seeded:
                 continue
@@ -353,8 +353,11 @@ def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:
     )
 
 
-def _handed(call: ast.Call, params: list[str], target: PortScope) -> list[tuple[str, ast.expr]]:
-    """(parameter, argument) for each argument a call hands a named parameter."""
+def _handed(
+    call: ast.Call, params: list[str], target: PortScope, flow: DeviceFlow
+) -> list[tuple[str, ast.expr]]:
+    """(parameter, argument) for each argument a call hands a named parameter; the items
+    of a dict unpacked into keywords (``f(**d)``) by their keys (``LiteralItems.unpacked``)."""
     pairs: list[tuple[str, ast.expr]] = []
     for i, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
@@ -366,6 +369,9 @@ def _handed(call: ast.Call, params: list[str], target: PortScope) -> list[tuple[
         a = node.args
         names = {p.arg for p in (*a.args, *a.kwonlyargs)}
         pairs += [(k.arg, k.value) for k in call.keywords if k.arg is not None and k.arg in names]
+        for k in call.keywords:
+            given = flow.items.unpacked(k.value) if k.arg is None else None
+            pairs += [(key, v) for key, vs in (given or {}).items() if key in names for v in vs]
     return pairs
 
 
@@ -380,7 +386,9 @@ def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:
         known = answers.get(id(target))
         if known is None:
             known = answers[id(target)] = _returns_host(flow, target)
-        if known and any(flow.on_device(arg, scope) for _, arg in _handed(call, params, target)):
+        if known and any(
+            flow.on_device(arg, scope) for _, arg in _handed(call, params, target, flow)
+        ):
             found.add(id(call))
     return found
 

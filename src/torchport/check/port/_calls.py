@@ -216,6 +216,9 @@ def called(call: ast.Call, ctx: Context) -> Callee | None:
     root = call.func
     while isinstance(root, ast.Attribute):
         root = root.value
+    func = call.func
+    if isinstance(func, ast.Attribute) and ctx.attribute_alias_tails.get(func.attr):
+        return ctx.scopes.called(call)  # `self.pack(...)` after `self.pack = pps`
     if not isinstance(root, ast.Name) or not ctx.may_hold_a_value(root.id):
         return None  # no `name = value` binds it: no alias to follow
     return ctx.scopes.called(call)

@@ -49,6 +49,24 @@ def cast_end(node: ast.Call, parents: dict[int, ast.AST]) -> ast.expr | None:
         expr = end = call
 
 
+def drawn(node: ast.Call, parents: dict[int, ast.AST]) -> ast.expr | None:
+    """``node`` with the in-place initializers chained to it where one of them draws from
+    the generator (``torch.empty(n).normal_()``): made there with ``device=``, the device's
+    generator would draw it, other numbers than the CPU's, so the port moves the drawn
+    tensor (``.to(device)`` after the chain) instead; None where none draws."""
+    end = initialized(node, parents)
+    expr: ast.AST = end
+    while expr is not node:
+        assert isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+        if expr.func.attr in _DRAWS:
+            return end
+        expr = expr.func.value
+    return None
+
+
+_DRAWS = _INITIALIZERS - {"fill_", "zero_", "copy_"}
+
+
 def initialized(node: ast.Call, parents: dict[int, ast.AST]) -> ast.expr:
     """``node`` with the in-place initializers chained to it (``.uniform_(-1, 1)``)."""
     expr: ast.expr = node

@@ -298,5 +298,25 @@ def _to_own_class_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool
             and t.attr in attrs
             for t in n.targets
         )
+        and not _handed_in(n.value, facts)
         for n in ast.walk(cls)
     )
+
+
+def _handed_in(made: ast.Call, facts: PortFacts) -> bool:
+    """Whether ``torch.device(...)`` (``made``) keeps a parameter of the function it is in
+    (``torch.device(device)``, ``torch.device(device if device is not None else "cpu")``):
+    the device its caller hands, no choice of the class's own (whether that is the CPU is
+    the caller's question: ``_kept_models``, ``_class_devices``)."""
+    from torchport.check.port._kept_models import parameter_or_cpu  # on first use
+
+    kept = parameter_or_cpu(made.args[0]) if len(made.args) == 1 else None
+    func = facts.parents.get(id(made))
+    while func is not None and not isinstance(func, _FUNCTIONS):
+        func = facts.parents.get(id(func))
+    if not isinstance(kept, ast.Name) or not isinstance(
+        func, ast.FunctionDef | ast.AsyncFunctionDef
+    ):
+        return False
+    a = func.args
+    return kept.id in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}

@@ -35,7 +35,7 @@ from torchport.check.port._collected import (
 )
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
-from torchport.check.port._lambdas import held_parameters
+from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
@@ -375,9 +375,10 @@ class DeviceFlow:
             operands = self.operands_of(node, scope)
             meeting = node if operands and guessed and not meets_known(self, node, scope) else None
             for operand in operands:
-                if id(operand) in held:  # its calls answer (_captures); a loose one's: reported
-                    if held[id(operand)]:  # (TP523; not marked: no name of the scope it is)
-                        self.operands.append((operand, scope))
+                root = tensor_root(operand) if held else None  # `t`, `t.flatten()`
+                if root is not None and id(root) in held:  # its calls answer (_captures)
+                    if held[id(root)]:  # a loose one's: reported (TP523; not marked: no name
+                        self.operands.append((operand, scope))  # of the scope it is)
                     continue
                 self._meet(operand, scope, meeting)
         self.propagate(scope)

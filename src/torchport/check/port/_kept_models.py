@@ -42,6 +42,7 @@ __all__ = [
     "kwargs_key",
     "may_be_cpu",
     "own_init",
+    "parameter_or_cpu",
     "plain_reads",
     "set_later",
     "setters_of",
@@ -229,6 +230,29 @@ def may_be_cpu(value: ast.expr | None) -> bool:
         elif isinstance(node, ast.Attribute) and node.attr in ("is_available", "device_count"):
             return False
     return cpu
+
+
+def parameter_or_cpu(value: ast.expr) -> ast.expr:
+    """The parameter of ``p or "cpu"``, ``p if p is not None else "cpu"`` (``p if p``,
+    ``"cpu" if p is None else p``, ``"cpu" if not p else p``): the CPU only where ``p`` is
+    None (or false), so the device given is kept; else ``value`` itself."""
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        return value.values[0]
+    if not isinstance(value, ast.IfExp):
+        return value
+    test, yes, no = value.test, value.body, value.orelse
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _none(test.comparators[0]):
+        negated, test = isinstance(test.ops[0], ast.Is), test.left
+    elif negated:
+        test = test.operand  # type: ignore[attr-defined]
+    kept, fallback = (no, yes) if negated else (yes, no)
+    same = isinstance(test, ast.Name) and isinstance(kept, ast.Name) and test.id == kept.id
+    return kept if same and cpu_constant(fallback) else value
+
+
+def _none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def kwargs_key(value: ast.expr | None, kwargs: str | None) -> str | None:

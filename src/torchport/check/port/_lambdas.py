@@ -31,6 +31,7 @@ __all__ = [
     "loose_where",
     "made_beside",
     "parameters",
+    "tensor_root",
 ]
 
 
@@ -118,7 +119,7 @@ def made_beside(
         operands = meeting_operands(node, own, qualname)
         if not operands or not isinstance(node, _Meeting):
             continue
-        names = [o.id for o in operands if isinstance(o, ast.Name) and o.id in own]
+        names = [n for n in map(of_parameter, operands) if n in own]
         if not names:
             continue
         found += [
@@ -143,12 +144,43 @@ def meeting_operands(
         return []
     func = node.func
     receiver = func.value if isinstance(func, ast.Attribute) else None
-    if isinstance(receiver, ast.Name) and receiver.id in own:  # `t.add(torch.ones(3))`
+    if receiver is not None and of_parameter(receiver) in own:  # `t.add(torch.ones(3))`
         return [receiver, *_opened(node.args)]
     name = qualname(func) or ""
     if not name.startswith("torch.") or name in CREATORS or name in TYPED_CONSTRUCTORS:
         return []
     return _opened(node.args)
+
+
+def of_parameter(expr: ast.expr) -> str | None:
+    """The name whose tensor ``expr`` is (:func:`tensor_root`), or None."""
+    root = tensor_root(expr)
+    return root.id if root is not None else None
+
+
+def tensor_root(expr: ast.expr) -> ast.Name | None:
+    """The name whose tensor ``expr`` is, through the methods, attributes and subscripts
+    that keep a tensor on its device (``t``, ``t.flatten()``, ``t[0]``, ``t.T``,
+    ``t.view(-1).float()``); None for anything else, a value on the host among them
+    (``t.shape[0]``, ``t.size(0)``, ``t.item()``, ``t.cpu()``, ``t.to(d)``)."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func
+        kept = isinstance(expr, ast.Attribute) and expr.attr not in _HOST_READS
+        if kept or isinstance(expr, ast.Subscript):
+            expr = expr.value  # type: ignore[attr-defined]
+        else:
+            return None
+
+
+# what of a tensor is on the host, or somewhere else than the tensor
+_HOST_READS = frozenset(
+    {"shape", "size", "dim", "ndim", "ndimension", "numel", "nelement", "item", "tolist",
+     "numpy", "dtype", "device", "cpu", "to", "type", "is_cuda", "requires_grad", "stride",
+     "data_ptr", "element_size", "get_device", "cuda", "storage_offset", "__len__"}
+)  # fmt: skip
 
 
 def _opened(args: list[ast.expr]) -> list[ast.expr]:
@@ -195,7 +227,7 @@ def loose_message(meeting: _Meeting, held: str, where: str) -> str:
         operands = _opened(meeting.args)
         if isinstance(meeting.func, ast.Attribute):
             operands.insert(0, meeting.func.value)
-    param = next((o.id for o in operands if isinstance(o, ast.Name)), "t")
+    param = next((n for n in map(of_parameter, operands) if n is not None), "t")
     return (
         f"what {held} {where} is handed: the port cannot tell whether that is on the device, "
         f"and does not move the tensor; move it with `.to({param}.device)` where it meets `{param}`"

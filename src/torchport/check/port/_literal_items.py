@@ -89,6 +89,28 @@ class LiteralItems:
             found += [v for vs in (stored or {}).values() for v in vs]
         return found
 
+    def unpacked(self, expr: ast.expr) -> dict[str, list[ast.expr]] | None:
+        """Key -> the values ``**expr`` hands under it, where ``expr`` is a dict literal with
+        constant keys (or a copy of one) or a name bound once to one and read only so (or by
+        key: :meth:`_stored`); None otherwise. ``f(**d)`` hands ``f`` a fresh dict: no use of
+        ``d`` that may change it."""
+        binding = self._binding(expr) if isinstance(expr, ast.Name) else None
+        if binding is not None and self._stored(binding) is None:
+            return None
+        value = binding.value if binding is not None else expr
+        pairs = self._pairs(value, _DEPTH)
+        if pairs is None:
+            return None
+        found: dict[str, list[ast.expr]] = {}
+        for key, item in pairs:  # (a later key wins)
+            if isinstance(key, str):
+                found[key] = [item]
+        for source in [*([binding] if binding is not None else []), *self._sources(value, _DEPTH)]:
+            for key, items in (self._stored(source) or {}).items():
+                if isinstance(key, str):
+                    found.setdefault(key, []).extend(items)
+        return found
+
     def parts(self, value: ast.expr, targets: list[ast.expr]) -> list[ast.expr]:
         """What of ``value``, bound to ``targets``, must be where the name is: none of a
         container literal read only by :meth:`of` (each read answers for its items); the
@@ -162,6 +184,8 @@ class LiteralItems:
             elif isinstance(up, ast.Call) and up.args == [n] and not up.keywords:
                 if getattr(up.func, "id", None) != "len" or self.ctx.qualname(up.func):
                     return None
+            elif isinstance(up, ast.keyword) and up.arg is None and not isinstance(value, ast.List):
+                continue  # `f(**d)`: each key read, into a dict of the callee's own
             elif (
                 isinstance(up, ast.Attribute)
                 and up.attr in _GROWS

@@ -154,6 +154,9 @@ class Origins:
         if isinstance(expr, ast.Name):
             return self._name(expr)
         if isinstance(expr, ast.Call):
+            made = not expr.args and getattr(expr.func, "id", "") == "dict"  # `dict(a=x)`'s items
+            if made and self.ctx.qualname(expr.func) is None:
+                return [o for k in expr.keywords for o in self.of(k.value)]
             return self._call(expr)
         if isinstance(expr, ast.Attribute):
             value = expr.value
@@ -194,9 +197,8 @@ class Origins:
     def _instance_setting(self, expr: ast.Attribute) -> list[Origin] | None:
         """``cfg.lr`` where ``cfg = Config()`` and ``Config`` is a class of the file.
 
-        A setting the class body binds to no tensor (a number, a string) is fine;
-        any other is the attribute's own origin (``cfg.data``), not ``Config()``.
-        None: not such a read.
+        A setting the class body binds to no tensor (a number, a string) is fine; any other
+        is the attribute's own origin (``cfg.data``), not ``Config()``. None: not such a read.
         """
         value = expr.value
         if not isinstance(value, ast.Name):

@@ -144,11 +144,16 @@ class CallerKinds:
         # the calls that hand it the function's own result (`forward(forward(X).detach())`)
         # last: their kind asks this one's back, and gets what the others gave so far
         for call, _ in sorted(sites, key=lambda site: _calls_itself(site[0], func.name)):
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                k.arg is None for k in call.keywords
-            ):
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                return Kind.UNKNOWN
+            unpacked = self._unpacked(call)  # `f(**d)` of a dict literal: its keys
+            if unpacked is None:
                 return Kind.UNKNOWN
             given = next((k.value for k in call.keywords if k.arg == arg.arg), None)
+            if given is None and len(unpacked.get(arg.arg, ())) == 1:
+                given = unpacked[arg.arg][0]
+            elif given is None and arg.arg in unpacked:
+                return Kind.UNKNOWN
             if given is None and index is not None and index < len(call.args):
                 given = call.args[index]
             if given is not None:
@@ -157,6 +162,19 @@ class CallerKinds:
                 kinds.append(self.kind_of(default))
             self._given[id(arg)] = frozenset(kinds)
         return join(kinds)
+
+    def _unpacked(self, call: ast.Call) -> dict[str, list[ast.expr]] | None:
+        """Key -> the items the call's ``**d`` hand (``LiteralItems.unpacked``), {} with none;
+        None where one is no dict literal the port reads."""
+        found: dict[str, list[ast.expr]] = {}
+        for k in call.keywords:
+            if k.arg is None:
+                items = self.facts.flow.items.unpacked(k.value)
+                if items is None:
+                    return None
+                for key, values in items.items():
+                    found.setdefault(key, []).extend(values)
+        return found
 
     def never_called(self, func: ast.AST) -> bool:
         """Whether ``func``, a module-level function of the file, is called nowhere: no call

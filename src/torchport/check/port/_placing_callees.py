@@ -50,6 +50,7 @@ from torchport.check.port._kept_models import (
     kwargs_key,
     may_be_cpu,
     own_init,
+    parameter_or_cpu,
     set_later,
     setters_of,
     through_properties,
@@ -255,7 +256,7 @@ def _moved_by(stmt: ast.stmt, own: str, attributes: dict[str, str]) -> tuple[str
 
 def _parameter_stored(stmt: ast.stmt, own: str) -> tuple[str, str] | None:
     """(attribute, parameter) of ``self.a = p``, or of the forms that keep ``p``'s device:
-    ``self.a = torch.device(p)``, ``self.a = p or "cpu"``."""
+    ``self.a = torch.device(p)``, ``self.a = p or "cpu"``, ``p if p is not None else "cpu"``."""
     if not (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
@@ -267,8 +268,7 @@ def _parameter_stored(stmt: ast.stmt, own: str) -> tuple[str, str] | None:
         func = value.func
         if getattr(func, "attr", getattr(func, "id", None)) == "device":
             value = value.args[0]  # `torch.device(device)`
-    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
-        value = value.values[0]  # `device or "cpu"`: the parameter, or the CPU where None
+    value = parameter_or_cpu(value)  # `device or "cpu"`: the parameter, or the CPU where None
     if not isinstance(value, ast.Name):
         return None
     return stmt.targets[0].attr, value.id  # type: ignore[attr-defined]

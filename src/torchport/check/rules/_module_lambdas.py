@@ -9,10 +9,13 @@ device=next(self.parameters()).device)``), where that device is sure to be there
 of ``__init__`` (or of a method only ``__init__`` calls, ``self.build()``), ``self`` is that
 method's first parameter and no parameter of the lambda (nor another binding there) takes
 its name, ``__init__`` gives the module weights, and neither reads ``self.X`` (the lambda
-runs after the module is built). Else reported, with no fix. A lambda no other method
-reads is left alone (it never runs there). A lambda the class body binds (``f =
-staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``) is
-reported (:func:`class_lambda`).
+runs after the module is built). Kept so as well: ``setattr(self, "X", lambda ...)``, and
+a name ``__init__`` binds to the lambda and keeps (``f = lambda ...; self.X = f``; a name
+also read otherwise, run there or handed on: reported). Else reported, with no fix. A lambda
+no other method reads is left alone (it never runs there). A lambda the class body binds
+(``f = staticmethod(lambda n: torch.zeros(n))``, ``g = lambda self, t: t + torch.ones(3)``)
+is reported (:func:`class_lambda`), and so is one bound to a module-level name a method
+uses (``act = lambda t: torch.cat([t, torch.zeros(1)])``, :func:`module_lambda`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check.rules._module_tensors import (
+    builds_the_module,
     init_holds_weights,
     method_of_a_module,
     moved_or_kept_on_the_cpu,
@@ -28,7 +32,7 @@ from torchport.check.rules._module_tensors import (
 )
 from torchport.check.rules._port import port_facts
 
-__all__ = ["class_lambda", "held_lambda"]
+__all__ = ["class_lambda", "held_lambda", "module_lambda"]
 
 _HELD_LAMBDA = (
     "the lambda kept in `self.{name}` makes this tensor on the CPU each time it runs: "
@@ -43,6 +47,7 @@ _CLASS_LAMBDA = (
 )
 
 _HOLDERS = (ast.List, ast.Tuple, ast.Dict)
+_Parents = dict[int, ast.AST]
 
 
 def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | None] | None:
@@ -72,28 +77,82 @@ def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | Non
         held, holder = holder, parents.get(id(holder))
     params = [*init.args.posonlyargs, *init.args.args]
     me = params[0].arg if params else None
-    if not (
-        me is not None
-        and isinstance(holder, ast.Assign)
-        and holder.value is held
-        and len(holder.targets) == 1
-        and isinstance(target := holder.targets[0], ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == me
-    ):
+    kept = _kept_on(held, holder, init, me, parents) if me is not None else None
+    if kept is None:
         return None
-    attr = target.attr
-    if not any(_reads(method, attr) for method in cls.body if method is not init):
+    attrs, exact = kept
+    if attrs and not any(_reads(m, a) for m in cls.body if m is not init for a in attrs):
         return None
     shadowed = me in _names_bound(lam) or any(
         isinstance(n, ast.Name) and n.id == me and not isinstance(n.ctx, ast.Load)
         for n in ast.walk(init)
     )
     own_init = next((m for m in cls.body if getattr(m, "name", "") == "__init__"), init)
-    read_in_init = any(_reads(m, attr) for m in {id(init): init, id(own_init): own_init}.values())
-    sure = not shadowed and not read_in_init and init_holds_weights(cls, facts)
-    message = _HELD_LAMBDA.format(name=attr)
+    inits = {id(init): init, id(own_init): own_init}.values()
+    read_in_init = any(_reads(m, a) for m in inits for a in attrs)
+    sure = exact and not shadowed and not read_in_init and init_holds_weights(cls, facts)
+    message = _HELD_LAMBDA.format(name=attrs[0] if attrs else "<the name setattr gives>")
     return message, f"next({me}.parameters()).device" if sure else None
+
+
+def _kept_on(
+    held: ast.AST, holder: ast.AST | None, init: ast.FunctionDef, me: str, parents: _Parents
+) -> tuple[list[str], bool] | None:
+    """``(the attributes of ``me`` the lambda ``held`` is kept on, whether those are all
+    the ways it leaves ``init``)``: ``self.X = held``, ``setattr(self, "X", held)`` (a name
+    not written: ``[]``, not exact), or a name bound once to it and kept so (``f = held;
+    self.X = f``, also in a list, tuple or dict: ``self.fs = [f]``; any other read of the
+    name, a call there included, is not exact). None: not kept on the module."""
+    attr = _self_store(held, holder, me)
+    if attr is not None:
+        return ([attr] if attr else []), bool(attr)
+    if not (
+        isinstance(holder, ast.Assign)
+        and holder.value is held
+        and len(holder.targets) == 1
+        and isinstance(name := holder.targets[0], ast.Name)
+    ):
+        return None
+    attrs, exact = [], True
+    for n in ast.walk(init):
+        if not (isinstance(n, ast.Name) and n.id == name.id) or n is name:
+            continue
+        item: ast.AST = n
+        up = parents.get(id(n))
+        while isinstance(up, _HOLDERS) and not (isinstance(up, ast.Dict) and item in up.keys):
+            item, up = up, parents.get(id(up))  # `self.fs = [f]`
+        kept = _self_store(item, up, me) if isinstance(n.ctx, ast.Load) else None
+        if kept:
+            attrs.append(kept)
+        else:  # called here (it may run before the weights are), bound again, handed on
+            exact = False
+    return (attrs, exact) if attrs else None
+
+
+def _self_store(held: ast.AST, holder: ast.AST | None, me: str) -> str | None:
+    """``X`` of ``me.X = held`` or ``setattr(me, "X", held)`` ("" where the name is not a
+    constant); None: neither."""
+    if (
+        isinstance(holder, ast.Assign)
+        and holder.value is held
+        and len(holder.targets) == 1
+        and isinstance(target := holder.targets[0], ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == me
+    ):
+        return target.attr
+    if not (
+        isinstance(holder, ast.Call)
+        and isinstance(holder.func, ast.Name)
+        and holder.func.id == "setattr"
+        and len(holder.args) == 3
+        and holder.args[2] is held
+        and isinstance(holder.args[0], ast.Name)
+        and holder.args[0].id == me
+    ):
+        return None
+    name = holder.args[1]
+    return name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else ""
 
 
 def _names_bound(lam: ast.Lambda) -> set[str]:
@@ -150,3 +209,62 @@ def class_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
 
 
 _WRAPS = frozenset({"staticmethod", "classmethod"})
+
+
+_MODULE_LAMBDA = (
+    "the lambda bound to `{name}` makes this tensor on the CPU each time it "
+    "runs, and a module method uses it (line {used}): `model.to(device)` does not move it; "
+    "make it on its input's device (`device=t.device`), or write it as a method making it "
+    "on the module's device (`next(self.parameters()).device`)"
+)
+
+
+def module_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
+    """TP504's message where the file binds at module level, to a name, a lambda making
+    ``node`` (alone, or an item of a list, tuple or dict literal: ``act = lambda t:
+    torch.cat([t, torch.zeros(1)])``) and a method of a module class reads that name, other
+    than to call it while the module is built (``__init__`` handing it on, ``self.act =
+    act``, counts): reported (which device the lambda's tensor belongs on is its caller's,
+    as for a function of the file, :mod:`._module_leftovers`); else None."""
+    if zero_dim(node, name):
+        return None
+    facts = port_facts(ctx)
+    parents = facts.parents
+    lam: ast.AST | None = parents.get(id(node))
+    while lam is not None and not isinstance(lam, (ast.Lambda, *_DEFS)):
+        lam = parents.get(id(lam))
+    if not isinstance(lam, ast.Lambda):
+        return None
+    held: ast.AST = lam
+    holder = parents.get(id(lam))
+    while isinstance(holder, _HOLDERS) and not (
+        isinstance(holder, ast.Dict) and held in holder.keys
+    ):
+        held, holder = holder, parents.get(id(holder))
+    if not (isinstance(holder, ast.Assign) and holder.value is held):
+        return None
+    if facts.scope_of.get(id(holder)) is not facts.module:
+        return None
+    for target in holder.targets:
+        if not isinstance(target, ast.Name):
+            continue
+        for read in facts.loads_of(target.id):
+            scope = facts.scope_of.get(id(read))
+            method = method_of_a_module(scope)
+            if method is None or scope is None:
+                continue
+            bound = ctx.scopes.bindings(target.id, read)
+            if not any(b.node is target or b.node is holder for b in bound):
+                continue  # a name of its own there
+            up = parents.get(id(read))
+            if (
+                isinstance(up, ast.Call)
+                and up.func is read
+                and builds_the_module(method, scope.cls, ctx)
+            ):
+                continue  # run while the module is built: what it makes is kept, or TP504's
+            return _MODULE_LAMBDA.format(name=target.id, used=read.lineno)
+    return None
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -423,9 +423,7 @@ def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Co
     other such methods): the module is being made there, before it has a parameter to tell a
     device (``next(self.parameters())`` raises), and what it keeps is moved with the model.
     A method the file names anywhere else is not one (``self.reset()`` in ``forward`` too).
-
-    Answered once per method of the file ``ctx`` walks (rules ask at every call in it).
-    """
+    Answered once per method of the file ``ctx`` walks (rules ask at every call in it)."""
     if method.name == "__init__":
         return True
     if cls is None:
@@ -444,8 +442,7 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
     ``def <name>`` writes ``name`` once as a whole word, at a place of its own, so when
     the whole words ``name`` are exactly the class's own ``def <name>`` (and the
     ``self.<name>(...)`` calls of ``__init__``'s chain), there is no other ``X.<name>``
-    in the file: the same answer as the walk of every attribute of the tree, which is
-    asked only when the text holds more (a string, a comment, another receiver).
+    in the file: the walk of every attribute's answer, asked only when the text holds more.
     """
     written = words(ctx.source, name)  # None: not ASCII (NFKC may spell it otherwise)
     defs = sum(
@@ -462,9 +459,8 @@ def _built_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
 
 
 def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
-    """Every ``X.<attr>`` in the file, in no promised order (one table per file, not one
-    walk of the tree per method asked about: the port's structure walk's where it walked
-    the file)."""
+    """Every ``X.<attr>`` in the file, in no promised order (one table per file, the port's
+    structure walk's where it walked the file; not one walk per method asked about)."""
     from torchport.check.port._structure import attribute_table
 
     return attribute_table(ctx).get(attr, [])
@@ -476,9 +472,12 @@ _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on t
 def moved_or_kept_on_the_cpu(
     node: ast.Call, nodes: list[ast.AST], facts: PortFacts, ctx: Context
 ) -> bool:
-    """Moved at once (``torch.zeros(3).to(x)``), given ``**kwargs``, or fed to a CPU-only API."""
+    """Moved at once (``torch.zeros(3).to(x)``, ``.normal_().to(x)``), given ``**kwargs``, or
+    fed to a CPU-only API."""
+    from torchport.check.port._chains import initialized  # on first use
+
     parents = facts.parents
-    parent = parents.get(id(node))
+    parent = parents.get(id(initialized(node, parents)))
     if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
         return True
     return any(k.arg is None for k in node.keywords) or _cpu_only(node, nodes, ctx)

@@ -177,8 +177,10 @@ def made_on(
 ) -> tuple[Edit, ...]:
     """The edits that put the new tensor on ``device``."""
     from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
-    from torchport.check.port._chains import initialized
+    from torchport.check.port._chains import drawn, initialized
 
+    if (chain := drawn(node, facts.parents)) is not None:  # `torch.empty(n).normal_()`
+        return ctx.append_call(chain, f".to({device})")  # drawn by the CPU's generator
     if cast is not None and keyword(node, "requires_grad") is None:
         # `torch.from_numpy(a).float()`: cast on the host, then move (half the bytes of
         # a float64 copy, and float64 does not exist on MPS)

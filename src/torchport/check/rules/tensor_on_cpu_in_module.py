@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._module_lambdas import class_lambda, held_lambda
+from torchport.check.rules._module_lambdas import class_lambda, held_lambda, module_lambda
 from torchport.check.rules._module_tensors import (
     CPU_DEFAULT,
     HELD_APART,
@@ -59,11 +59,11 @@ class TensorOnCpuInModule(Rule):
     So is a tensor an optimizer's method makes on the CPU (`state["v"] =
     torch.zeros(p.shape)`): the parameters it meets are on the device once the
     model is; the port does not rewrite optimizers, it names them.
-    Also reported: a function of the file that makes a CPU tensor a method
-    uses, by name or as `self.f = f` (moved at the call, `f(n).to(x.device)`,
-    when its every return is one), modules kept in a plain list or dict attribute (not children:
-    `nn.ModuleList` would change the state_dict's keys), and a module's own
-    CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
+    Also reported: a function (or a lambda bound to a name) of the file that makes a CPU
+    tensor a method uses, by name or as `self.f = f` (a function's moved at the call,
+    `f(n).to(x.device)`, when its every return is one), modules kept in a plain list or
+    dict attribute (not children: `nn.ModuleList` would change the state_dict's keys), and a
+    module's own CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
     """
 
     code = "TP504"
@@ -152,8 +152,8 @@ class TensorOnCpuInModule(Rule):
         if scope is None or method is None:
             if cpu_default_of_a_method(node, name, facts, ctx):  # `def f(self, w=torch.ones(2))`
                 yield ctx.finding(self, node, message=CPU_DEFAULT)
-            elif said := class_lambda(node, name, ctx):  # `f = staticmethod(lambda n: ...)`
-                yield ctx.finding(self, node, message=said)
+            elif said := class_lambda(node, name, ctx) or module_lambda(node, name, ctx):
+                yield ctx.finding(self, node, message=said)  # `act = lambda t: ...` they use
             return
         if builds_the_module(method, scope.cls, ctx):  # `__init__`, or only it calls it
             held = held_apart(node, name, method, facts.parents, ctx.qualname)
@@ -189,7 +189,10 @@ def _in_an_optimizer(scope: PortScope | None, ctx: Context) -> bool:
 def _placing(node: ast.Call, name: str, device: str, ctx: Context) -> tuple[Edit, ...]:
     """The edits that create the tensor on ``device``: ``device=``, or ``.to(device)`` after."""
     from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
+    from torchport.check.port._chains import drawn
 
+    if (chain := drawn(node, port_facts(ctx).parents)) is not None:  # `.normal_()` after it
+        return ctx.append_call(chain, f".to({device})")  # drawn by the CPU's generator
     if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
         return move_after(node, device, ctx)
     return (add_keyword(node, f"device={device}", ctx),)

@@ -176,6 +176,9 @@ class StatementFacts:
     # part (`pack` -> "pack_padded_sequence" after `pack = nn.utils.rnn.pack_padded_sequence`;
     # None: different ones): the engine's call dispatch, as for `tails`
     aliases: dict[str, str | None] = field(default_factory=dict)
+    # the same for attributes (`self.pack = nn.utils.rnn.pack_padded_sequence`, a class
+    # body's `pack = staticmethod(...)`): the engine's dispatch of `self.pack(...)`
+    attribute_aliases: dict[str, str | None] = field(default_factory=dict)
 
 
 _SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
@@ -194,6 +197,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     froms: list[ast.ImportFrom] = []
     plain: list[ast.Import] = []
     bound: list[tuple[str, ast.expr]] = []  # (name, value) of assignments of a dotted name
+    kept: list[tuple[str, ast.expr]] = []  # (attribute, value): `self.pack = pps`
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
     pop, extend = todo.pop, todo.extend
     blocks_of = _BLOCKS_OF
@@ -204,8 +208,11 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             assert isinstance(stmt, ast.Assign)
             names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
             assigned.update(names)
-            if names and stmt.value.__class__ in _ALIAS_VALUES:
+            if stmt.value.__class__ in _ALIAS_VALUES:
                 bound.extend((n, stmt.value) for n in names)
+                kept.extend(
+                    (t.attr, stmt.value) for t in stmt.targets if isinstance(t, ast.Attribute)
+                )
             continue
         if kind is ast.AnnAssign:
             assert isinstance(stmt, ast.AnnAssign)
@@ -253,6 +260,11 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
         if last is not None and last != name:
             aliases = facts.aliases
             aliases[name] = last if aliases.get(name, last) == last else None
+    attrs = facts.attribute_aliases
+    found = [(n, _alias_tail(v, tails)) for n, v in kept]
+    for name, last in [*found, *facts.aliases.items()]:  # a class body's `pack = ...` too
+        if last is not None and last != name:
+            attrs[name] = last if attrs.get(name, last) == last else None
     return facts
 
 
@@ -270,7 +282,7 @@ def _alias_tail(value: ast.expr, tails: dict[str, str | None]) -> str | None:
         if not (isinstance(value, ast.Call) and value.args):
             return None
         func = value.func
-        if getattr(func, "attr", getattr(func, "id", None)) != "partial":
+        if getattr(func, "attr", getattr(func, "id", None)) not in ("partial", "staticmethod"):
             return None
         value = value.args[0]  # `functools.partial(f, ...)`: f's
     return None

@@ -87,6 +87,7 @@ class Resolver:
         # project module -> its names bound to torch's (`c.L` after `import compat as c`:
         # `torch.load`; semantic/_star_names.project_target)
         self._through = through or {}
+        self._kept: dict[str, list[tuple[ast.AST | None, ast.expr | None]]] | None = None
 
     # ------------------------------------------------------------ imports
 
@@ -267,6 +268,11 @@ class Resolver:
             if name is not None:
                 return Callee(name, tuple(args), tuple(keywords))
             value = self._bound_once(expr) if isinstance(expr, ast.Name) else None
+            if isinstance(expr, ast.Attribute):
+                value = self._kept_once(expr)  # `self.pack(...)`, `self.pack = pps` in `__init__`
+                if isinstance(value, ast.Name | ast.Attribute):
+                    expr = value
+                    continue
             if not (
                 isinstance(value, ast.Call)
                 and value.args
@@ -297,6 +303,36 @@ class Resolver:
         base = self._aliased(value, hops - 1)  # read where it is bound
         return None if base is None else ".".join([base, *reversed(parts)])
 
+    def _kept_once(self, expr: ast.Attribute) -> ast.expr | None:
+        """The value of ``self.X`` read in a method (``self`` its first parameter, never
+        rebound) where the file binds an attribute ``X`` once in all, in that method's class:
+        ``self.X = value`` in one of its methods, or ``X = staticmethod(value)`` (or a
+        ``functools.partial``, which binds no ``self``) in its body; else None. Any other
+        binding of an ``X`` anywhere (another object's, a ``def X``, ``setattr``) is unknown."""
+        me = expr.value
+        scope = self._scopes.scope_of(expr)
+        method, outer = scope.node, scope.parent
+        if not (
+            isinstance(me, ast.Name)
+            and scope.kind is ScopeKind.FUNCTION
+            and isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+            and outer is not None
+            and isinstance(outer.node, ast.ClassDef)
+            and [*method.args.posonlyargs, *method.args.args][:1]
+            and [*method.args.posonlyargs, *method.args.args][0].arg == me.id
+            and len(scope.bindings.get(me.id, ())) == 1
+        ):
+            return None
+        if self._kept is None:
+            module = scope
+            while module.parent is not None:
+                module = module.parent
+            self._kept = _attribute_bindings(module.node)
+        found = self._kept.get(expr.attr, ())
+        if len(found) != 1 or found[0][0] is not outer.node:
+            return None
+        return found[0][1]
+
     def _bound_once(self, name: ast.Name) -> ast.expr | None:
         """The value ``name`` holds where a plain ``name = value`` binds it once in the scope
         it resolves to (no other binding there, none by ``global`` elsewhere), else None."""
@@ -312,3 +348,76 @@ class Resolver:
         return (
             isinstance(func, ast.Name) and func.id == name and not self._scopes.bindings(name, func)
         )
+
+
+def _attribute_bindings(tree: ast.AST) -> dict[str, list[tuple[ast.AST | None, ast.expr | None]]]:
+    """Every binding of an attribute name in ``tree``: (the class it binds for, the value
+    followed), by name. The class: ``X = value`` in its body (a ``staticmethod`` of it, or a
+    partial; else no value), ``self.X = value`` in its method (``self`` the first
+    parameter); None (unknown) for any other: ``other.X = v``, ``def X``, ``X += v``,
+    ``setattr(o, "X", v)``, a store of ``X`` nested in a function of a method."""
+    found: dict[str, list[tuple[ast.AST | None, ast.expr | None]]] = {}
+
+    def add(name: str, owner: ast.AST | None, value: ast.expr | None) -> None:
+        found.setdefault(name, []).append((owner, value))
+
+    def visit(node: ast.AST, cls: ast.ClassDef | None, me: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child, None)
+                continue
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                if cls is not None and node is cls:
+                    add(child.name, None, None)  # a method named so: not followed
+                    params = [*child.args.posonlyargs, *child.args.args]
+                    visit(child, cls, params[0].arg if params else None)
+                else:
+                    visit(child, None, None)
+                continue
+            if isinstance(child, ast.Assign) and node is cls and cls is not None:
+                for target in child.targets:
+                    if isinstance(target, ast.Name):
+                        add(target.id, cls, _class_value(child.value))
+            elif isinstance(child, ast.AnnAssign | ast.AugAssign) and node is cls:
+                if isinstance(child.target, ast.Name):
+                    add(child.target.id, None, None)
+            elif isinstance(child, ast.Attribute) and not isinstance(child.ctx, ast.Load):
+                up = _assigned_value(node, child)
+                mine = isinstance(child.value, ast.Name) and child.value.id == me
+                add(child.attr, cls if mine and up is not None else None, up)
+            elif (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name)
+                and child.func.id == "setattr"
+            ):
+                name = child.args[1] if len(child.args) > 1 else None
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    add(name.value, None, None)
+                else:
+                    found.setdefault("", []).append((None, None))
+            visit(child, cls, me)
+
+    visit(tree, None, None)
+    if "" in found:  # `setattr(o, name, v)`: any attribute may be bound so
+        return {}
+    return found
+
+
+def _assigned_value(parent: ast.AST, target: ast.Attribute) -> ast.expr | None:
+    """The value of ``parent`` (a plain ``a.X = value``, one target) where ``target`` is its
+    target; else None."""
+    if isinstance(parent, ast.Assign) and parent.targets == [target]:
+        return parent.value
+    return None
+
+
+def _class_value(value: ast.expr) -> ast.expr | None:
+    """What ``self.X`` reads of a class body's ``X = value``: ``f`` of ``staticmethod(f)``,
+    a ``functools.partial`` (no descriptor: no ``self`` bound); None for the rest (a plain
+    function would be bound to ``self``)."""
+    if not isinstance(value, ast.Call):
+        return None
+    name = getattr(value.func, "id", getattr(value.func, "attr", None))
+    if name == "staticmethod" and len(value.args) == 1 and not value.keywords:
+        return value.args[0]
+    return value if name == "partial" else None
