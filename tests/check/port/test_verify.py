@@ -129,7 +129,7 @@ def test_the_entry_is_the_one_main_script(tmp_path: Path) -> None:
     (tmp_path / "train.py").rename(tmp_path / "other.py")
     entry, why = find_entry([str(tmp_path)])
     assert entry is None and "several scripts" in why
-    assert f"torchport port {tmp_path / 'eval.py'} --verify" in why  # the command to run, spelled out
+    assert f"torchport port {tmp_path / 'eval.py'} --verify" in why  # spelled out
     (tmp_path / "eval.py").unlink()
     (tmp_path / "setup.py").write_text("if __name__ == '__main__':\n    pass\n")
     assert find_entry([str(tmp_path)])[0] == tmp_path / "other.py"  # setup.py: pip's, not ours
