@@ -30,8 +30,12 @@ For every program from :func:`fix_programs.programs`:
   stand-ins whose calls land in ``OUT`` (``fix_programs.lookalike_modules``).
 
 The default run draws a few dozen programs (seconds). The long profile runs on
-demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow``
-(``TORCHPORT_FUZZ_STATS=file.jsonl`` records each program's figures there).
+demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow
+--timeout 0`` (``TORCHPORT_FUZZ_STATS=file.jsonl`` records each program's figures there;
+without ``--timeout``, pytest-timeout's 300 s stops it mid-program, seen as a flaky
+``SystemError`` from ``compile``). It draws ``programs()``, ``device_programs()`` and
+``project_programs()`` (a second module of the project beside the program, the program
+fixed as a file of that project: :func:`fix_in_project`).
 Rules: every rule ``fix`` can run (``ALL`` but the TP5xx port rules, which move
 CPU-only code to the accelerator on purpose).
 """
