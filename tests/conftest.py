@@ -298,8 +298,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     marker = item.get_closest_marker("timeout")
+    given = item.config.getoption("timeout", None)  # `--timeout N` (0: none), as pytest-timeout
     try:
-        limit = float(marker.args[0] if marker and marker.args else item.config.getini("timeout"))
+        setting = item.config.getini("timeout") if given is None else given
+        limit = float(marker.args[0] if marker and marker.args else setting)
     except (ValueError, TypeError):  # pytest-timeout absent: no limit to back up
         limit = 0.0
     if limit > 0 and _terminal:

@@ -40,7 +40,16 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["FRAGMENTS", "NOT_TORCH", "STAR_MODULE", "lookalike_modules", "programs"]
+__all__ = [
+    "FRAGMENTS",
+    "NOT_TORCH",
+    "PROJECT_FRAGMENTS",
+    "PROJECT_MODULE",
+    "STAR_MODULE",
+    "lookalike_modules",
+    "programs",
+    "project_programs",
+]
 
 # What `from fuzzcfg import *` provides (the runner installs it as a module).
 STAR_MODULE = {"device": "cpu", "scale": 2}
@@ -321,6 +330,101 @@ NOT_TORCH = [
     "import pytest\n@pytest.mark.parametrize('dev', [T.device('cpu'), T.device('cuda')])\n"
     "def test_kind{k}(dev):\n    return dev\n"
     "OUT.append([str(d) for d in test_kind{k}.pytestmark[0].args[1]])",
+    # issue 34: a class SUBCLASSING a base of the program that defines `.cuda()`/`.to(str)`:
+    # a mixin before torch's base (its methods come first), a module base of its own, a chain
+    # with its own `__init__`, a subclass calling `self.cuda()`, a classmethod making one
+    "class Mover{k}:\n    def cuda(self, device=None):\n        OUT.append('mover cuda')\n"
+    "        return self\n    def to(self, *a, **kw):\n"
+    "        OUT.append(('mover to', [str(v) for v in a]))\n        return self\n"
+    "class Net{k}(Mover{k}, T.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.lin = T.nn.Linear(2, 2)\n"
+    "n{k} = Net{k}().cuda()\nn{k} = n{k}.to('cuda')\nOUT.append(n{k}.lin.weight.device.type)",
+    "class Mover{k}:\n    def cuda(self, device=None):\n        OUT.append('mover cuda')\n"
+    "        return self\nclass Mid{k}(Mover{k}):\n    pass\n"
+    "class Net{k}(Mid{k}, T.nn.Linear):\n    def __init__(self):\n        super().__init__(2, 2)\n"
+    "OUT.append(Net{k}().cuda().weight.device.type)",
+    "class Base{k}(T.nn.Module):\n    def cuda(self, device=None):\n"
+    "        OUT.append('base module cuda')\n        return self\n"
+    "class Sub{k}(Base{k}):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.w = T.nn.Parameter(T.ones(1))\n"
+    "s{k} = Sub{k}().cuda()\nOUT.append(s{k}.w.device.type)",
+    "class Base{k}:\n    def __init__(self, where='cpu'):\n        self.where = where\n"
+    "    def to(self, where):\n        OUT.append(('base to', where))\n"
+    "        return type(self)(where)\nclass Mid{k}(Base{k}):\n"
+    "    def __init__(self, where='cpu'):\n        super().__init__(where)\n"
+    "        OUT.append('mid')\nclass Leaf{k}(Mid{k}):\n    pass\n"
+    "leaf{k} = Leaf{k}().to('cuda')\nOUT.append(leaf{k}.where)\n"
+    "OUT.append(Leaf{k}('x').to('cuda:0').where)",
+    "class Base{k}:\n    def cuda(self):\n        OUT.append('own cuda')\n        return self\n"
+    "    @classmethod\n    def make(cls):\n        return cls()\n"
+    "class Sub{k}(Base{k}):\n    def ready(self):\n        return self.cuda()\n"
+    "Sub{k}().ready()\nSub{k}.make().cuda()",
+    # a method reached through `functools.partial` or a bound-method alias
+    "import functools\nclass Batch{k}:\n    def __init__(self, x=1):\n        self.x = x\n"
+    "    def cuda(self, non_blocking=False):\n        OUT.append(('batch cuda', non_blocking))\n"
+    "        return self\n    def to(self, where):\n        OUT.append(('batch to', str(where)))\n"
+    "        return self\nb{k} = Batch{k}()\nmv{k} = b{k}.cuda\nmv{k}()\n"
+    "functools.partial(b{k}.to, 'cuda')()\nmk{k} = functools.partial(Batch{k}, 2)\n"
+    "mk{k}().cuda(non_blocking=True)\nOUT.append(mk{k}().to('cuda:0').x)\n"
+    "getattr(b{k}, 'cuda')()\nBatch{k}.cuda(b{k})",
+    "import functools\nt{k} = T.ones(2)\nmv{k} = t{k}.cuda\nOUT.append(mv{k}())\n"
+    "to{k} = functools.partial(t{k}.to, 'cuda')\nOUT.append(to{k}())\n"
+    "lin{k} = functools.partial(T.nn.Linear, 2, 2)\n"
+    "OUT.append(lin{k}().cuda().weight.device.type)",
+    # `typing.cast` and `# type:` hints that name torch's types for an object of the program
+    "from typing import cast\nclass Batch{k}:\n    def cuda(self):\n"
+    "        OUT.append('batch cuda')\n        return self\n    def to(self, where):\n"
+    "        OUT.append(('batch to', where))\n        return self\n"
+    "b{k} = cast(T.Tensor, Batch{k}())\nb{k}.cuda()\n"
+    "c{k} = Batch{k}()  # type: T.Tensor\nc{k}.to('cuda')\n"
+    "d{k}: T.Tensor = Batch{k}()\nd{k}.cuda()\n"
+    "def move{k}(x: T.Tensor) -> T.Tensor:\n    return x.to('cuda')\nmove{k}(Batch{k}())\n"
+    "e{k} = cast('T.nn.Module', Batch{k}())\ne{k}.cuda()",
+    "from typing import cast\nclass Holder{k}:\n    def cuda(self):\n"
+    "        OUT.append('holder cuda')\n        return self\n"
+    "t{k} = cast(Holder{k}, T.ones(1))\nOUT.append(t{k}.cuda())",
+]
+
+# issue 34: a second module of the project (``fuzzproj.py`` beside the program, installed as
+# a module when it runs) whose classes have their own `.cuda()`/`.to(str)` and whose
+# functions return them, or torch's objects; the program is fixed as a file of that project.
+PROJECT_MODULE = (
+    "import torch\n\n\nclass Batch:\n    def __init__(self, x=None):\n        self.x = x\n\n"
+    "    def cuda(self, non_blocking=False):\n        OUT.append(('proj cuda', non_blocking))\n"
+    "        return self\n\n    def to(self, where):\n        OUT.append(('proj to', str(where)))\n"
+    "        return self\n\n\nclass Mover:\n    def cuda(self, device=None):\n"
+    "        OUT.append('proj mover cuda')\n        return self\n\n\n"
+    "class Plain:\n    pass\n\n\nclass SubBatch(Batch):\n    pass\n\n\n"
+    "def make_batch():\n    return Batch(torch.ones(1))\n\n\n"
+    "def make_sub():\n    return SubBatch()\n\n\n"
+    "def make_tensor():\n    return torch.ones(2)\n\n\n"
+    "def make_model():\n    return torch.nn.Linear(2, 2)\n\n\n"
+    "batch = Batch()\n"
+)
+PROJECT_FRAGMENTS = [
+    # instances of the other module's classes, made there or here
+    "from fuzzproj import make_batch\nb{k} = make_batch()\nb{k}.cuda()\nb{k} = b{k}.to('cuda')\n"
+    "make_batch().cuda(non_blocking=True)\nOUT.append(b{k}.x)",
+    "import fuzzproj\nfuzzproj.make_batch().to('cuda:0')\nfuzzproj.make_sub().cuda()\n"
+    "fuzzproj.batch.cuda()\nfuzzproj.Batch(1).to(T.device('cuda'))",
+    "from fuzzproj import SubBatch, make_sub\ns{k} = make_sub()\ns{k}.to('cuda')\n"
+    "SubBatch(2).cuda()",
+    # torch's objects that the other module's functions return
+    "from fuzzproj import make_tensor, make_model\nt{k} = make_tensor()\nt{k} = t{k}.to('cuda')\n"
+    "OUT.append(t{k})\nOUT.append(make_tensor().cuda())\n"
+    "m{k} = make_model().cuda()\nOUT.append(m{k}.weight.device.type)",
+    # a class of the program subclassing the other module's: alone, or beside torch's base
+    "from fuzzproj import Batch, Mover\nclass Leaf{k}(Batch):\n    pass\n"
+    "Leaf{k}().cuda()\nLeaf{k}(3).to('cuda')\nclass Net{k}(Mover, T.nn.Module):\n    pass\n"
+    "OUT.append(type(Net{k}().cuda()).__name__)",
+    "from fuzzproj import Plain\nclass Net{k}(Plain, T.nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n"
+    "        self.w = T.nn.Parameter(T.ones(1))\n"
+    "OUT.append(Net{k}().cuda().w.device.type)",
+    # a parameter hinted as torch's that gets the other module's object
+    "from typing import cast\nfrom fuzzproj import make_batch\n"
+    "def move{k}(x: T.Tensor) -> T.Tensor:\n    return x.cuda()\nmove{k}(make_batch())\n"
+    "c{k} = cast(T.Tensor, make_batch())\nc{k}.to('cuda')",
 ]
 
 WRAPPERS = ("module", "function", "if")
@@ -356,6 +460,21 @@ def programs(draw: st.DrawFn) -> str:
 
 
 ALL_FRAGMENTS = FRAGMENTS + LOOKALIKES + DEVICE_CHOICES + NOT_TORCH
+
+
+@st.composite
+def project_programs(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
+    """A program of a project (:data:`PROJECT_MODULE` beside it): fragments of that module's
+    objects, maybe with the ones of one file; the program and the project's other modules."""
+    chosen = draw(st.lists(st.sampled_from(PROJECT_FRAGMENTS), min_size=1, max_size=3))
+    chosen += draw(st.lists(st.sampled_from(ALL_FRAGMENTS), max_size=2))
+    parts = ["import torch\n"]
+    for k, fragment in enumerate(chosen):
+        body = _T.sub("torch.", fragment.replace("{k}", str(k))) + "\n"
+        if draw(st.booleans()) and "global" not in body:
+            body = f"def main{k}():\n{_indent(body)}main{k}()\n"
+        parts.append(body)
+    return "\n".join(parts), {"fuzzproj": PROJECT_MODULE}
 
 
 class _Recorder:

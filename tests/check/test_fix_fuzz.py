@@ -30,8 +30,12 @@ For every program from :func:`fix_programs.programs`:
   stand-ins whose calls land in ``OUT`` (``fix_programs.lookalike_modules``).
 
 The default run draws a few dozen programs (seconds). The long profile runs on
-demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow``
-(``TORCHPORT_FUZZ_STATS=file.jsonl`` records each program's figures there).
+demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow
+--timeout 0`` (``TORCHPORT_FUZZ_STATS=file.jsonl`` records each program's figures there;
+without ``--timeout``, pytest-timeout's 300 s stops it mid-program, seen as a flaky
+``SystemError`` from ``compile``). It draws ``programs()``, ``device_programs()`` and
+``project_programs()`` (a second module of the project beside the program, the program
+fixed as a file of that project: :func:`fix_in_project`).
 Rules: every rule ``fix`` can run (``ALL`` but the TP5xx port rules, which move
 CPU-only code to the accelerator on purpose).
 """
@@ -45,6 +49,7 @@ import os
 import re
 import symtable
 import sys
+import tempfile
 import types
 import warnings
 from collections.abc import Iterator
@@ -59,7 +64,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport
-from torchport.check import Finding, _engine, check_source, fix_source
+from torchport.check import Finding, _engine, check_source, fix_paths, fix_source
 
 _spec = importlib.util.spec_from_file_location(
     "fix_programs", Path(__file__).with_name("fix_programs.py")
@@ -187,19 +192,27 @@ def modules(installed: dict[str, types.ModuleType]) -> Iterator[None]:
                 sys.modules[name] = module
 
 
-def run_program(source: str, *, on: str) -> list[Any] | BaseException:
-    """What the program appends to ``OUT`` on the stand-in machine, or the exception it raised."""
+def run_program(
+    source: str, *, on: str, project: dict[str, str] | None = None
+) -> list[Any] | BaseException:
+    """What the program appends to ``OUT`` on the stand-in machine, or the exception it raised;
+    ``project``: the other modules of its project (name: source), each run on import."""
     out: list[Any] = []
     config = types.ModuleType("fuzzcfg")
     config.__dict__.update(fix_programs.STAR_MODULE)
     compat = types.ModuleType("fuzzcompat")  # `from ..compat import torch`
     compat.torch = torch  # type: ignore[attr-defined]
     installed = {"fuzzcfg": config, "fuzzcompat": compat, **fix_programs.lookalike_modules(out)}
+    own = {name: types.ModuleType(name) for name in project or {}}
+    installed.update(own)
     namespace = {"__name__": "__fuzz__", "OUT": out}
     torch.manual_seed(0)
     try:
         with warnings.catch_warnings(), modules(installed), machine(on):
             warnings.simplefilter("ignore")
+            for name, module in own.items():  # (in order: a later one may import an earlier)
+                module.__dict__["OUT"] = out
+                exec(compile((project or {})[name], f"{name}.py", "exec"), module.__dict__)
             exec(compile(source, "<fuzz>", "exec"), namespace)
     except Exception as exc:  # the program's own failure: compared, not raised
         return exc
@@ -266,8 +279,27 @@ def module_bindings(source: str) -> set[str]:
 # ---------------------------------------------------------------- the property
 
 
-def fix_with_disclosures(source: str, *, unsafe: bool) -> tuple[str, bool]:
-    """The fixed source, and whether a fix offered in any round says it changes results."""
+def fix_in_project(source: str, project: dict[str, str], *, unsafe: bool) -> str:
+    """``source`` fixed as ``main.py`` of a project holding the modules ``project`` (each read
+    through the project view, as ``torchport fix`` reads a repository), nothing written."""
+    with tempfile.TemporaryDirectory(prefix="fuzzproj") as folder:
+        for name, text in project.items():
+            Path(folder, f"{name}.py").write_text(text, encoding="utf-8")
+        main = Path(folder, "main.py")
+        main.write_text(source, encoding="utf-8")
+        result = fix_paths(
+            [main], stdin=source, unsafe=unsafe, select=["ALL"], ignore=PORT, speed=True, jobs=1
+        )
+    assert not result.errors, result.errors
+    texts = [f.text for f in result.changed if f.text is not None]
+    return texts[0] if texts else source
+
+
+def fix_with_disclosures(
+    source: str, *, unsafe: bool, project: dict[str, str] | None = None
+) -> tuple[str, bool]:
+    """The fixed source, and whether a fix offered in any round says it changes results;
+    ``project``: fixed as a file of a project with those other modules."""
     offered: list[Finding] = []
     walk = _engine._walk
 
@@ -277,7 +309,10 @@ def fix_with_disclosures(source: str, *, unsafe: bool) -> tuple[str, bool]:
         return outcome
 
     with mock.patch.object(_engine, "_walk", spy):
-        fixed = fix_source(source, select=["ALL"], ignore=PORT, unsafe=unsafe)
+        if project:
+            fixed = fix_in_project(source, project, unsafe=unsafe)
+        else:
+            fixed = fix_source(source, select=["ALL"], ignore=PORT, unsafe=unsafe)
     declared = any(
         f.fix is not None and f.fix.changes and (unsafe or f.fix.safety.value == "safe")
         for f in offered
@@ -292,24 +327,27 @@ def _tally(**counts: Any) -> None:
             out.write(json.dumps(counts) + "\n")
 
 
-def check_program(source: str) -> None:
+def check_program(source: str, project: dict[str, str] | None = None) -> None:
     ast.parse(source)
     findings = check_source(source, select=["ALL"], ignore=PORT)
-    originals = {on: run_program(source, on=on) for on in MACHINES}
+    originals = {on: run_program(source, on=on, project=project) for on in MACHINES}
     old_reads, old_bound = global_reads(source), module_bindings(source)
     counts: dict[str, Any] = {
         "findings": len(findings),
         "ran": sorted(on for on, got in originals.items() if not isinstance(got, BaseException)),
     }
     for unsafe in (False, True):
-        fixed, declared = fix_with_disclosures(source, unsafe=unsafe)
+        fixed, declared = fix_with_disclosures(source, unsafe=unsafe, project=project)
         mode = "unsafe" if unsafe else "safe"
         counts[f"{mode}_fixed"] = fixed != source
         counts[f"{mode}_declared"] = declared
         ast.parse(fixed)
-        assert fix_source(fixed, select=["ALL"], ignore=PORT, unsafe=unsafe) == fixed, (
-            "not a fixed point"
+        again = (
+            fix_in_project(fixed, project, unsafe=unsafe)
+            if project
+            else fix_source(fixed, select=["ALL"], ignore=PORT, unsafe=unsafe)
         )
+        assert again == fixed, "not a fixed point"
         new = global_reads(fixed) - old_reads - module_bindings(fixed) - set(dir(__builtins__))
         assert not new, f"fix reads unbound globals {new}:\n{fixed}"
         lost = (old_bound & global_reads(fixed)) - module_bindings(fixed)
@@ -319,7 +357,7 @@ def check_program(source: str) -> None:
         for on, before in originals.items():
             if isinstance(before, BaseException):
                 continue  # the original does not run here: nothing to keep
-            after = run_program(fixed, on=on)
+            after = run_program(fixed, on=on, project=project)
             if on != "cuda-cpu" and stand_in_limit(after):
                 counts[f"{mode}_not_comparable"] = counts.get(f"{mode}_not_comparable", 0) + 1
                 continue  # the fix put data on `meta`, which has none to read: not comparable
@@ -352,12 +390,38 @@ def test_a_fix_that_moves_the_device_moves_what_uses_it(source: str) -> None:
     check_program(source)
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["module", "function"])
+@pytest.mark.parametrize("fragment", range(len(fix_programs.PROJECT_FRAGMENTS)))
+def test_another_modules_objects_keep_their_meaning(fragment: int, inside: bool) -> None:
+    """Each fragment of another module's objects alone, at module level or in a function
+    (where the project view reads no import), fixed as a file of the project."""
+    body = fix_programs._T.sub("torch.", fix_programs.PROJECT_FRAGMENTS[fragment])
+    body = body.replace("{k}", "0") + "\n"
+    if inside:
+        body = f"def main():\n{fix_programs._indent(body)}main()\n"
+    check_program(f"import torch\n{body}", {"fuzzproj": fix_programs.PROJECT_MODULE})
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fix_programs.project_programs())
+def test_fix_keeps_a_projects_programs_running(case: tuple[str, dict[str, str]]) -> None:
+    """Objects of another module of the project (its classes with their own `.cuda()`, what
+    its functions return, a class here subclassing one there), fixed as a project's file."""
+    check_program(*case)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not LONG, reason="set TORCHPORT_FUZZ_EXAMPLES=N to run the long profile")
 @settings(max_examples=max(LONG, 1), deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.one_of(fix_programs.programs(), fix_programs.device_programs()))
-def test_fix_fuzz_long(source: str) -> None:
-    check_program(source)
+@given(
+    st.one_of(
+        fix_programs.programs().map(lambda s: (s, {})),
+        fix_programs.device_programs().map(lambda s: (s, {})),
+        fix_programs.project_programs(),
+    )
+)
+def test_fix_fuzz_long(case: tuple[str, dict[str, str]]) -> None:
+    check_program(*case)
 
 
 @pytest.mark.parametrize("fragment", range(len(fix_programs.NOT_TORCH)))

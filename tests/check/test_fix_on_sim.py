@@ -37,11 +37,12 @@ simulate_accelerator()
 import test_fix_fuzz as fuzz
 failures = []
 for case in json.load(sys.stdin):
-    before = fuzz.run_program(case["source"], on="sim")
+    project = case.get("project")
+    before = fuzz.run_program(case["source"], on="sim", project=project)
     if isinstance(before, BaseException):
         continue
     for mode, fixed in case["fixed"].items():
-        after = fuzz.run_program(fixed, on="sim")
+        after = fuzz.run_program(fixed, on="sim", project=project)
         if isinstance(after, BaseException):
             failures.append(f"broken ({mode}): {after!r}\n{case['source']}\n--- fixed\n{fixed}")
         elif not fuzz.same(before, after) and not case["declared"][mode]:
@@ -53,8 +54,15 @@ print(json.dumps(failures))
 
 def _cases() -> list[dict[str, object]]:
     cases: list[dict[str, object]] = []
-    fragments = fuzz.fix_programs.ALL_FRAGMENTS
+    programs = fuzz.fix_programs
+    fragments = programs.ALL_FRAGMENTS + programs.PROJECT_FRAGMENTS
     for k, fragment in enumerate(fragments):
+        # (the other module's fragments are fixed as a file of a project holding it)
+        project = (
+            {"fuzzproj": programs.PROJECT_MODULE}
+            if fragment in programs.PROJECT_FRAGMENTS
+            else None
+        )
         body = fuzz.fix_programs._T.sub("torch.", fragment.replace("{k}", str(k))) + "\n"
         wrapped = [body]
         if "global" not in body and "import" not in body:
@@ -64,11 +72,13 @@ def _cases() -> list[dict[str, object]]:
             fixed, declared = {}, {}
             for unsafe in (False, True):
                 mode = "unsafe" if unsafe else "safe"
-                out, said = fuzz.fix_with_disclosures(source, unsafe=unsafe)
+                out, said = fuzz.fix_with_disclosures(source, unsafe=unsafe, project=project)
                 if out != source:
                     fixed[mode], declared[mode] = out, said
             if fixed:
-                cases.append({"source": source, "fixed": fixed, "declared": declared})
+                cases.append(
+                    {"source": source, "fixed": fixed, "declared": declared, "project": project}
+                )
     return cases
 
 

@@ -165,14 +165,9 @@ def test_the_reduced_timm_case() -> None:
     assert any("args.world_size" in f.message for f in port_text(handed, "a.py").remaining)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a project module's function storing numbers on the namespace it is handed "
-    "(timm's `utils.init_distributed_device(args)`) is not read: the port would have to "
-    "collect, per project function, the attributes it stores on each parameter and judge "
-    "the values there (`args.world_size = result['world_size']` of a dict of ints)",
-)
 def test_a_project_function_storing_numbers_on_the_namespace(tmp_path: object) -> None:
+    """timm's ``utils.init_distributed_device(args)`` storing a number: read in that module
+    (``_namespace_callees.py``; generated: ``test_namespace_settings_outside.py``)."""
     from pathlib import Path
 
     assert isinstance(tmp_path, Path)

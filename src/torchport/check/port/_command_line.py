@@ -37,6 +37,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note
 from torchport.check._syntax import parsed_module
+from torchport.check.port._namespace_callees import handed_stores
 from torchport.check.port._namespace_stores import (
     freely_set,
     handed_out,
@@ -69,6 +70,7 @@ class CommandLine:
         self._scalars: frozenset[str] | None = None
         self._holding: frozenset[str] | None = None
         self._given: frozenset[str] | None = None
+        self._stores_outside: tuple[dict[str, bool], frozenset[int]] | None = None
 
     def scalar(self, expr: ast.Attribute) -> bool:
         """Whether ``expr`` reads a number, string or bool argparse made (see the module)."""
@@ -180,7 +182,8 @@ class CommandLine:
     def _scalar_names(self) -> frozenset[str]:
         if self._scalars is not None:
             return self._scalars
-        if "add_argument" not in self._ctx.source:
+        source = self._ctx.source
+        if "add_argument" not in source and "parse_args" not in source:
             self._scalars = frozenset()  # no argparse here: no node index built for it
             return self._scalars
         kinds: dict[str, bool] = {}  # dest -> every declaration of it a scalar
@@ -199,8 +202,12 @@ class CommandLine:
             dest = _dest(node)
             if dest is not None:
                 kinds[dest] = kinds.get(dest, True) and _scalar(node, constants)
-        # What argparse alone makes; then the settings the file stores (syntax only)
-        self._scalars = frozenset(d for d, ok in kinds.items() if ok and d not in stored)
+        # What argparse alone makes; then the settings the file stores (syntax only), or
+        # another module's function it hands the namespace to (each store plain, or not one)
+        outside, _ = self._outside()
+        self._scalars = frozenset(
+            d for d, ok in kinds.items() if ok and d not in stored and outside.get(d, True)
+        )
         if freely_set(self._ctx, self._holds):  # `setattr(args, k, v)`: any name, anything
             self._scalars = frozenset()
             return self._scalars
@@ -214,10 +221,13 @@ class CommandLine:
         makes (``made``); a setting argparse does not declare only where nothing outside the
         file may store on the namespace."""
         values = store_values(self._ctx)
-        candidates = {d for d, ok in declared.items() if ok and d in values}
+        outside, told = self._outside()
+        candidates = {d for d, ok in declared.items() if ok and (d in values or d in outside)}
         defaults = undeclared_defaults(self._ctx)
-        if defaults is not None and not handed_out(self._ctx, self._holds, self._own_names()):
-            candidates |= {a for a in values if a not in declared and a not in defaults}
+        if defaults is not None and not handed_out(self._ctx, self._holds, self._own_names(), told):
+            stored = values.keys() | outside.keys()
+            candidates |= {a for a in stored if a not in declared and a not in defaults}
+        candidates = {a for a in candidates if outside.get(a, True)}
         scopes = self._ctx.scopes
 
         def setting(expr: ast.Attribute) -> bool:
@@ -249,11 +259,39 @@ class CommandLine:
             for attr in sorted(candidates):
                 if not all(
                     v is not None and plain_value(v, setting, bound_plain, builtin)
-                    for v in values[attr]
+                    for v in values.get(attr, ())
                 ):
                     candidates.discard(attr)
                     changed = True
         return frozenset(candidates)
+
+    def _outside(self) -> tuple[dict[str, bool], frozenset[int]]:
+        """What the functions of other project modules the file hands the namespace to store
+        on it (attribute: every store plain, in every such call), and those calls (by id)
+        whose stores are told (:mod:`~torchport.check.port._namespace_callees`)."""
+        if self._stores_outside is None:
+            stored: dict[str, bool] = {}
+            told: set[int] = set()
+            own = self._own_names()
+            for call in self._ctx.scopes.nodes_of(ast.Call):
+                assert isinstance(call, ast.Call)
+                if isinstance(call.func, ast.Name) and call.func.id in own:
+                    continue  # the file's own function: read as the file
+                given: list[int | str] = [
+                    i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and self._holds(a)
+                ]
+                given += [
+                    k.arg
+                    for k in call.keywords
+                    if k.arg and isinstance(k.value, ast.Name) and self._holds(k.value)
+                ]
+                found = handed_stores(self._ctx, call, given) if given else None
+                if found is not None:
+                    told.add(id(call))
+                    for attr, plain in found.items():
+                        stored[attr] = stored.get(attr, True) and plain
+            self._stores_outside = (stored, frozenset(told))
+        return self._stores_outside
 
     def _reads_namespace(self, expr: ast.Attribute) -> bool:
         value = expr.value

@@ -11,9 +11,10 @@ literal, ``not``/``in``/``is`` tests, a builtin that makes a number or string
 values, ``t.item()``, another such setting, or a local name bound only to such. A setting
 read before any store sees what argparse or its caller put there; the attributes argparse
 does not declare are told only where nothing else could have put anything there: the
-namespace is handed to no function the file does not define (a project module's
-``init_distributed_device(args)`` may store a tensor there; ``setattr``, ``vars`` and
-``__dict__`` too), and ``parser.set_defaults`` gives only literals. Syntax only.
+namespace is handed to no function the file does not define (a library's may store a tensor
+there; ``setattr``, ``vars`` and ``__dict__`` too) but another project module's whose stores
+are read (``init_distributed_device(args)``: ``_namespace_callees.py``), and
+``parser.set_defaults`` gives only literals. Syntax only.
 """
 
 from __future__ import annotations
@@ -180,12 +181,20 @@ def plain_value(
     return plain(expr)
 
 
-def handed_out(ctx: Context, holds: Callable[[ast.Name], bool], own: frozenset[str]) -> bool:
+def handed_out(
+    ctx: Context,
+    holds: Callable[[ast.Name], bool],
+    own: frozenset[str],
+    told: frozenset[int] = frozenset(),
+) -> bool:
     """Whether a name that may hold the namespace (``holds``) is handed to a call of anything
-    but a function or class the file defines (``own``, by name) or a builtin that only reads
-    it, or its ``__dict__`` is read: something the port does not read may store there."""
+    but a function or class the file defines (``own``, by name), a builtin that only reads
+    it, or a call whose stores are told (``told``, by id: another project module's function
+    read), or its ``__dict__`` is read: something the port does not read may store there."""
     for node in ctx.scopes.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
+        if id(node) in told:
+            continue
         func = node.func
         if _set_name(node) is not False:
             continue  # `setattr(args, "ws", 1)`: a store (:func:`store_values`, :func:`freely_set`)

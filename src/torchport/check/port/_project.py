@@ -67,6 +67,7 @@ __all__ = [
     "ProjectImports",
     "complete",
     "module_facts",
+    "nested_methods",
     "project_imports",
 ]
 
@@ -225,6 +226,8 @@ def _imports_of(
             if isinstance(node, ast.ImportFrom):
                 source = find(node.module, node.level)
                 source_facts = facts_at(source) if source is not None else None
+                if source_facts is not None:
+                    out.module_methods |= _own_methods(source_facts)
                 for alias in node.names:
                     local = alias.asname or alias.name
                     if source_facts is not None and alias.name in source_facts.may_hold:
@@ -285,6 +288,8 @@ def _imports_of(
                 for alias in node.names:
                     found = find(alias.name, 0)
                     facts = facts_at(found) if found is not None else None
+                    if facts is not None:
+                        out.module_methods |= _own_methods(facts)
                     if facts is None:
                         if found is not None:  # `import pkg.broken as b`: unreadable
                             out.unresolved.add(alias.asname or alias.name.partition(".")[0])
@@ -297,6 +302,14 @@ def _imports_of(
     if kinds:
         complete(out, ctx)
     return out
+
+
+def _own_methods(facts: ModuleFacts) -> frozenset[str]:
+    """The device methods of their own of the module's classes and instances that are not
+    torch's (``_project_owners.py``): a value one of its functions returns may have them."""
+    return frozenset(
+        m for _, (_, methods, lineage) in facts.owners if lineage != "torch" for m in methods
+    )
 
 
 def _asker(
@@ -387,6 +400,39 @@ def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> b
                 out.converted[local] = dict(facts.converted)[name]
             return True
     return False
+
+
+def nested_methods(ctx: Context) -> frozenset[str]:
+    """The device methods of their own (:func:`_own_methods`) of each project module the
+    file imports inside a function or class (the view reads module-level imports only): a
+    value such a module's function returns may have them (``def main(): from data import
+    make_batch``). Each such import's module, and each name of it that is a submodule."""
+    top = {id(n) for stmt in ctx.tree.body for n in _top_imports(stmt)}
+    scopes = ctx.scopes
+    nested = [
+        n
+        for n in (*scopes.nodes_of(ast.Import), *scopes.nodes_of(ast.ImportFrom))
+        if id(n) not in top
+    ]
+    if not nested or not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
+        return frozenset()
+    lookups = Lookups()
+    find = partial(find_on_script_path, ctx, Path(ctx.path), lookups)
+    found: set[Path | None] = set()
+    for node in nested:
+        if isinstance(node, ast.ImportFrom):
+            found.add(find(node.module, node.level))
+            prefix = f"{node.module}." if node.module else ""
+            found.update(find(prefix + a.name, node.level) for a in node.names if a.name != "*")
+        else:
+            assert isinstance(node, ast.Import)
+            found.update(find(a.name, 0) for a in node.names)
+    methods: set[str] = set()
+    for path in found:
+        facts = module_facts(path, frozenset(), lookups, kinds=False) if path else None
+        if facts is not None:
+            methods |= _own_methods(facts)
+    return frozenset(methods)
 
 
 def project_imports(ctx: Context, *, kinds: bool = True) -> ProjectImports:

@@ -61,6 +61,9 @@ class ProjectImports:
         default_factory=dict, compare=False
     )
     star_unresolved: bool = field(default=False, compare=False)
+    # device methods of their own of the non-torch classes and instances of every project
+    # module the file imports anything from: what a function of one may return
+    module_methods: set[str] = field(default_factory=set, compare=False)
     # name -> the first kind (in KINDS's order) holding it; built by the first lookup
     _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
     # A view being built: the records of the port's kinds left for complete() (None: done)

@@ -12,7 +12,12 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.port._project import ProjectImports, complete, project_imports
+from torchport.check.port._project import (
+    ProjectImports,
+    complete,
+    nested_methods,
+    project_imports,
+)
 from torchport.check.port._project_owners import UNRESOLVED, decide
 from torchport.check.semantic._string_fields import STRING_DEVICE
 
@@ -59,11 +64,14 @@ def project_answer(expr: ast.expr, method: str, ctx: Context, *, instance: bool)
 
 def project_methods(ctx: Context) -> frozenset[str]:
     """Device methods of their own that the project's classes and instances the file imports
-    have, torch's subclasses aside (once per file): an unknown receiver's may be theirs."""
+    have, or those of any module of the project it imports from (a value one of its functions
+    returns: ``make_batch()``), torch's subclasses aside (once per file): an unknown
+    receiver's may be theirs."""
     found = ctx.memo.get("project.methods")
     if found is None:
-        names: set[str] = set()
-        for _, methods, lineage in project_owners(ctx).owners.values():
+        view = project_owners(ctx)
+        names: set[str] = set(view.module_methods) | nested_methods(ctx)
+        for _, methods, lineage in view.owners.values():
             if lineage != "torch":
                 names |= methods
         found = ctx.memo["project.methods"] = frozenset(names)

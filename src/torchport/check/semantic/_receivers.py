@@ -15,15 +15,17 @@ method call, following names through the one resolver
   an instance of a class of the file whose bases lead to torch's
   (``class Net(nn.Module)``) and that does not define the method itself, a
   chain of tensor methods over one of these;
-* OTHER: an instance of a class of the file that defines the method itself or
-  whose bases lead nowhere but to ``object``, a value of a look-alike library
+* OTHER: an instance of a class of the file that defines the method itself (or a
+  class of the program among its bases does, beside torch's too), or whose bases lead
+  nowhere but to ``object``, a value of a look-alike library
   (:data:`LOOKALIKE_LIBRARIES`), a literal, a function or class object;
 * UNKNOWN: everything else (a parameter, an attribute, a call of an imported
   helper).
 
 :func:`may_rewrite` is the decision: TORCH, or UNKNOWN in a file where no
 class defines a method of that name (the call cannot be the program's own
-method of this file, nor of a project class the file imports). Names bound by
+method of this file, nor of a class of a project module it imports anything from, in a
+function too: that module's ``make_batch()`` may return one). Names bound by
 imports of the project's own modules are read there, through the port's project
 view (``port/_project_owners.py``): a class of a sibling module (or a base of a
 class of the file) answers as one of the file would; a name of the project that
@@ -143,7 +145,7 @@ def receiver_owner(expr: ast.expr, method: str, ctx: Context) -> Owner:
             binding = scopes.binding_at(func)
             if binding is not None and binding.kind is BindingKind.CLASS:
                 assert isinstance(binding.node, ast.ClassDef)
-                return _class_owner(binding.node, method, ctx, 0)
+                return _class_answer(binding.node, method, ctx, 0)[0]
             if binding is not None and binding.kind is BindingKind.IMPORT:
                 return _project_owner(func, method, ctx, instance=True, owner=Owner.UNKNOWN)
             if binding is None and func.id not in ctx.import_tails:
@@ -175,25 +177,25 @@ def _project_owner(
     return owner if answer is None else _DECIDED[answer]
 
 
-def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Owner:
-    """Whose ``method`` an instance of ``cls`` (a class of this file) has."""
+def _class_answer(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> tuple[Owner, bool]:
+    """Whose ``method`` an instance of ``cls`` (a class of this file) has, and whether a class
+    of the program among its bases may define it: that one decides, beside torch's base too
+    (``Net(Mover, nn.Module)`` takes ``Mover``'s ``.cuda()``; the order is not followed)."""
     if _defines(cls, method) or (method == "cuda" and _defines(cls, "to")):
-        return Owner.OTHER  # the program's own `.cuda()` / `.to()` (which `.cuda()` becomes)
+        return Owner.OTHER, True  # the program's own `.cuda()` / `.to()` (which `.cuda()` becomes)
     if depth > 4:
-        return Owner.UNKNOWN
+        return Owner.UNKNOWN, False
     if not cls.bases:
-        return Owner.OTHER  # an `object`: torch's method is not there either
-    found = Owner.OTHER
-    scopes = ctx.scopes
+        return Owner.OTHER, False  # an `object`: torch's method is not there either
+    found, scopes = Owner.OTHER, ctx.scopes
     for base in cls.bases:
-        if isinstance(base, ast.Subscript):
-            base = base.value  # `Base[T]`
-        name = ctx.qualname(base)
+        base = base.value if isinstance(base, ast.Subscript) else base  # `Base[T]`
+        name, owner, own = ctx.qualname(base), Owner.UNKNOWN, False
         if name is not None:
-            owner = (
-                _library_owner(name) if name not in ("typing.Generic", "abc.ABC") else Owner.OTHER
-            )
-            owner = _project_owner(base, method, ctx, instance=True, owner=owner)
+            plain = name in ("typing.Generic", "abc.ABC")
+            library = Owner.OTHER if plain else _library_owner(name)
+            owner = _project_owner(base, method, ctx, instance=True, owner=library)
+            own = library is Owner.UNKNOWN and owner is Owner.OTHER  # the project's class
         elif (
             isinstance(base, ast.Name)
             and base.id == "object"
@@ -204,18 +206,14 @@ def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Ow
             binding = scopes.binding_at(base)
             if binding is not None and binding.kind is BindingKind.CLASS:
                 assert isinstance(binding.node, ast.ClassDef)
-                owner = _class_owner(binding.node, method, ctx, depth + 1)
+                owner, own = _class_answer(binding.node, method, ctx, depth + 1)
             elif (binding is not None and binding.kind is BindingKind.IMPORT) or binding is None:
                 owner = _project_owner(base, method, ctx, instance=True, owner=Owner.UNKNOWN)
-            else:
-                owner = Owner.UNKNOWN
-        else:
-            owner = Owner.UNKNOWN
-        if owner is Owner.UNKNOWN:
-            return Owner.UNKNOWN
-        if owner is Owner.TORCH:
-            found = Owner.TORCH
-    return found
+                own = owner is Owner.OTHER
+        if own or owner is Owner.UNKNOWN:
+            return (Owner.OTHER, True) if own else (Owner.UNKNOWN, False)
+        found = Owner.TORCH if owner is Owner.TORCH else found
+    return found, False
 
 
 def _defines(cls: ast.ClassDef, method: str) -> bool:
