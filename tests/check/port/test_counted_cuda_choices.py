@@ -31,6 +31,7 @@ _TAIL = (
     "x = torch.ones(4, 3).to(device)\n"
     "OUT.append(model(x))\n"
 )
+_ARGS = "class Args:\n    pass\n\nargs = Args()\nargs.n_gpu = torch.cuda.device_count()\n"
 # (setup lines, the test true only WITH CUDA); each is used as is or negated below
 _WITH_CUDA = {
     "count > 0": ("", "torch.cuda.device_count() > 0"),
@@ -40,6 +41,7 @@ _WITH_CUDA = {
     "count, truthy": ("", "torch.cuda.device_count()"),
     "n_gpu > 0": ("n_gpu = torch.cuda.device_count()\n", "n_gpu > 0"),
     "n_gpu, in an and": ("n_gpu = torch.cuda.device_count()\n", "use_gpu and n_gpu > 0"),
+    "args.n_gpu > 0": (_ARGS, "args.n_gpu > 0"),  # transformers' examples: `args.n_gpu`
 }
 _WITHOUT_CUDA = {
     "count == 0": ("", "torch.cuda.device_count() == 0"),
@@ -48,6 +50,7 @@ _WITHOUT_CUDA = {
     "n_gpu == 0, in an and": ("n_gpu = torch.cuda.device_count()\n", "use_gpu and n_gpu == 0"),
     "not is_available()": ("", "not torch.cuda.is_available()"),
     "not a flag bound to it": ("ok = torch.cuda.is_available()\n", "not ok"),
+    "args.n_gpu == 0": (_ARGS, "args.n_gpu == 0"),
 }
 _FORMS = ("expression", "if statement")
 

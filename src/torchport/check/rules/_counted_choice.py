@@ -82,9 +82,12 @@ def _query(expr: ast.expr, ctx: Context) -> str | None:
         if isinstance(expr, ast.Call):
             name = ctx.qualname(expr.func)
             return name if name in (_COUNT, _AVAILABLE) else None
-        if not isinstance(expr, ast.Name):
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            bound = _attribute_value(expr, ctx)  # `args.n_gpu = torch.cuda.device_count()`
+        elif isinstance(expr, ast.Name):
+            bound = bound_value(expr, ctx)
+        else:
             return None
-        bound = bound_value(expr, ctx)
         if bound is None:
             return None
         expr = bound
@@ -123,3 +126,22 @@ def _counts(test: ast.expr, ctx: Context, depth: int) -> bool:
     return any(
         _counts(c, ctx, depth + 1) for c in ast.iter_child_nodes(test) if isinstance(c, ast.expr)
     )
+
+
+def _attribute_value(attr: ast.Attribute, ctx: Context) -> ast.expr | None:
+    """The value of the file's one ``X.attr = value`` (``args.n_gpu``, ``self.n_gpu``), where it
+    counts the GPUs; None where the file binds it otherwise, or more than once."""
+    if not ctx.mentions("device_count") or not ctx.mentions(attr.attr):
+        return None
+    assert isinstance(attr.value, ast.Name)
+    want = (attr.value.id, attr.attr)
+    values = [
+        node.value
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and (target.value.id, target.attr) == want
+    ]
+    return values[0] if len(values) == 1 else None
