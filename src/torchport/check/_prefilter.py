@@ -126,10 +126,10 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
 # for, rule by rule (``port/_gate.py``): a rule set of these alone, TP502 among them, walks
 # no file the gate says none of them can report in. A rule added to the port joins the set
 # only with its own reason there (until then a set holding it is not gated). TP109, which
-# the port reports only (a kept CUDA-or-CPU choice): see ``port/_gate.py``.
+# the port reports only (a kept CUDA-or-CPU choice), and TP120: see ``port/_gate.py``.
 PORT_GATED = frozenset(
-    {"TP109", "TP201", "TP301", "TP501", "TP502", "TP503", "TP504", "TP505", "TP506", "TP507",
-     "TP508", "TP509", "TP510", "TP511", "TP520", "TP521", "TP522", "TP523"}
+    {"TP109", "TP120", "TP201", "TP301", "TP501", "TP502", "TP503", "TP504", "TP505", "TP506",
+     "TP507", "TP508", "TP509", "TP510", "TP511", "TP520", "TP521", "TP522", "TP523"}
 )  # fmt: skip
 
 

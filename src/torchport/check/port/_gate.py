@@ -27,7 +27,8 @@ Then:
 * TP109, which the port runs to report the program's kept CUDA-or-CPU choices: a
   ``torch.cuda.is_available()`` test resolves to torch, so it cannot match there; a flag
   named for CUDA (``"cuda" if args.cuda else "cpu"``) in a file with no torch at all is not
-  the port's (it leaves such a file alone) and stays a ``check`` finding.
+  the port's (it leaves such a file alone) and stays a ``check`` finding. TP120 (a fallback
+  to the CPU, ``if not torch.cuda.is_available():``) likewise tests torch's own call.
 
 The project view is asked first, of every file, as the facts ask it first of every file
 the port walks (TP502 asks them of the module node): the module facts it caches, and the

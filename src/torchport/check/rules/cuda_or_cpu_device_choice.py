@@ -9,6 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._counted_choice import counted_choice
 from torchport.check.rules._cpu_or_cuda_only import only_cpu_or_cuda
 from torchport.check.rules._cuda_choice import chooses_cuda_or_the_cpu
 from torchport.check.rules._idle_choices import decides_nothing
@@ -22,7 +23,9 @@ class CudaOrCpuDeviceChoice(Rule):
     Finds choices between CUDA and the CPU made with `torch.cuda.is_available()` (directly or
     through a flag bound to it): the idiom
     `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, and branches such as
-    `if torch.cuda.is_available(): model.cuda()`. The CUDA code inside such a branch is not
+    `if torch.cuda.is_available(): model.cuda()`; also by the count (`"cuda" if n_gpu > 0 else
+    "cpu"`, `if torch.cuda.device_count() == 0: device = "cpu"`), those without a fix
+    (`_counted_choice`). The CUDA code inside such a branch is not
     reported by TP101 or TP401: this rule reports the choice once, spanning the CUDA branch. A
     branch naming no CUDA device or API (a dtype choice, building a CUDA extension, CUDA's RNG
     state), only asking CUDA questions (`mem = torch.cuda.memory_reserved() if
@@ -131,7 +134,8 @@ class CudaOrCpuDeviceChoice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
-        if not chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
+        counted = not chooses_cuda_or_the_cpu(node, ctx)
+        if (counted and not counted_choice(node, ctx)) or collected_by_a_test_runner(ctx):
             return
         if benchmark_code(ctx) or only_cpu_or_cuda(node, ctx) or decides_nothing(node, ctx):
             return  # a benchmark's own, where CPU or CUDA are all it can use, or idle
@@ -140,7 +144,7 @@ class CudaOrCpuDeviceChoice(Rule):
             end = ctx.finding(self, node.body[-1])
             yield replace(ctx.finding(self, test), end_line=end.end_line, end_col=end.end_col)
             return
-        if not (isinstance(test, ast.Call) and is_cpu_target(node.orelse, ctx)):
+        if counted or not (isinstance(test, ast.Call) and is_cpu_target(node.orelse, ctx)):
             yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
             return
         yield _idiom(self, node, ctx)
