@@ -49,6 +49,8 @@ class DeviceName:
         self._name: str | None = None
         self._chosen = False
         self._own = False  # the program's own name, bound on several paths
+        self._fresh = False  # the chosen name is a new definition of the port's
+        self._adopted: str | None = None  # the program's constant its model is moved to
         # The program's own device choices it places with, beside a new name of the port's.
         self._placing: list[Binding] = []
         self._reached: dict[int, set[int]] = {}  # id(function) -> ids of functions it reaches
@@ -119,8 +121,36 @@ class DeviceName:
         self._placing = [b for b in chosen if self._places(b)]
         for name in DEVICE_NAMES:
             if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
+                self._fresh = True
                 return name  # free: a new module-level definition
         return None
+
+    def chooses(self, name: str) -> bool:
+        """Whether ``name`` is bound somewhere to a device choice this reads as the program's."""
+        ours: ast.expr = ast.parse(device_expr(self.ctx.torch_name())).body[0].value  # type: ignore[attr-defined]
+        return any(b.name == name for b in self._program_choices(ours))
+
+    def adopt(self, name: str) -> bool:
+        """Make ``name`` (a module-level name bound once to a device value that the program
+        moves its model to: ``DEVICE = "cpu"``) the one the port's moves use, where the
+        program has no other device choice and the port would otherwise define a new name.
+        False: not sure which device the moves would need (the caller reports them)."""
+        if not self._chosen:
+            self._name, self._chosen = self._choose(), True
+        if self._own:
+            return self._name == name
+        if not self._fresh or self._placing:
+            return False
+        ours: ast.expr = ast.parse(device_expr(self.ctx.torch_name())).body[0].value  # type: ignore[attr-defined]
+        if any(b.name != name for b in self._program_choices(ours)):
+            return False
+        self._name, self._own, self._fresh, self._adopted = name, True, False, name
+        return True
+
+    def adopted(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` reads the program's device that :meth:`adopt` took (the model's:
+        where it names the CPU, what is moved there meets the model there)."""
+        return isinstance(expr, ast.Name) and expr.id == self._adopted
 
     def _program_choices(self, ours: ast.expr) -> list[Binding]:
         """The program's own device choices, in source order: names bound to a device (a
