@@ -44,8 +44,16 @@ def to_program_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool:
     if len(targets) != 1:
         return False
     target = targets[0]
+    if not facts.device_name.would_add():
+        return False  # the file has a device of its own the port uses: its readers decide
     if isinstance(target, ast.Attribute):
-        return isinstance(target.value, ast.Name) and "dev" in target.attr.lower()
+        if _handed_in(target, ctx):
+            return False  # `self.device = device or "cpu"`: the class keeps what it is given
+        if not (isinstance(target.value, ast.Name) and "dev" in target.attr.lower()):
+            return False
+        return not _one_attribute(target, call, ctx) or not facts.device_name.adopt_read(
+            target, call
+        )
     if not isinstance(target, ast.Name) or target.id in DEVICE_NAMES:
         return False
     name, scopes = target.id, ctx.scopes
@@ -61,6 +69,58 @@ def to_program_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool:
     ):
         return not facts.device_name.adopt(name)
     return "dev" in name.lower()
+
+
+def _handed_in(target: ast.Attribute, ctx: Context) -> bool:
+    """``self.<x>`` stored (anywhere in the file) from a parameter of the function storing it:
+    a class that keeps the device its caller hands (``_kept_models``' question, not this)."""
+    if not isinstance(target.value, ast.Name) or target.value.id != "self":
+        return False
+    for node in ctx.scopes.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        if not any(
+            isinstance(t, ast.Attribute)
+            and t.attr == target.attr
+            and getattr(t.value, "id", "") == "self"
+            for t in node.targets
+        ):
+            continue
+        function = ctx.scopes.scope_of(node).node
+        args = getattr(function, "args", None)
+        params = (
+            {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
+        )
+        if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(node.value)):
+            return True
+    return False
+
+
+def _one_attribute(target: ast.Attribute, call: ast.Call, ctx: Context) -> bool:
+    """Whether every device-like attribute the file moves or makes anything on
+    (``.to(a.b)``, ``device=a.b``) is ``target``'s text, read in ``call``'s function (or,
+    for ``self.<x>``, in a method of its class)."""
+    text, scopes = ast.unparse(target), ctx.scopes
+    home = _owner(scopes.scope_of(call).node, target.value.id == "self", ctx)  # type: ignore[attr-defined]
+    for node in scopes.nodes_of(ast.Call):
+        assert isinstance(node, ast.Call)
+        moved = (
+            node.args[:1] if isinstance(node.func, ast.Attribute) and node.func.attr == "to" else []
+        )
+        for read in [*moved, *(k.value for k in node.keywords if k.arg == "device")]:
+            if not (isinstance(read, ast.Attribute) and "dev" in read.attr.lower()):
+                continue
+            owner = _owner(scopes.scope_of(read).node, target.value.id == "self", ctx)  # type: ignore[attr-defined]
+            if ast.unparse(read) != text or owner is not home:
+                return False
+    return True
+
+
+def _owner(node: ast.AST, method: bool, ctx: Context) -> ast.AST:
+    """``node``'s function, or for ``self``'s reads, the class holding the method."""
+    if not method:
+        return node
+    up = ctx.scopes.parent(node)
+    return up if isinstance(up, ast.ClassDef) else node
 
 
 def _device_value(value: ast.expr, ctx: Context) -> bool:
