@@ -194,7 +194,7 @@ class DeviceName:
             owners = {id(self._function_of(s)) for s in stores}
             if not owners <= inits:
                 return False
-            return id(method) not in inits or all(s.lineno < _line(node) for s in stores)
+            return id(method) not in inits or all(_line(s) < _line(node) for s in stores)
         if here is not home or scopes.resolve(base, node) is not home:
             return False
         if len(home.bindings.get(base, ())) != 1 or not scopes.definitely_bound(base, node):
@@ -205,12 +205,14 @@ class DeviceName:
                 for a in [*sub.args, *(k.value for k in sub.keywords)]
             ):
                 return False  # handed on: a callee may set it
-            if _stores(sub, base, attr) and sub.lineno >= _line(node):
+            if _stores(sub, base, attr) and _line(sub) >= _line(node):
                 return False
         return True
 
     def _ours(self) -> ast.expr:
-        return ast.parse(device_expr(self.ctx.torch_name())).body[0].value  # type: ignore[attr-defined]
+        stmt = ast.parse(device_expr(self.ctx.torch_name())).body[0]
+        assert isinstance(stmt, ast.Expr)
+        return stmt.value
 
     def adopted(self, expr: ast.expr) -> bool:
         """Whether ``expr`` reads the program's device that :meth:`adopt` took (the model's:
