@@ -136,7 +136,7 @@ class DeviceName:
 
     def adopt(self, name: str) -> bool:
         """Make ``name`` (a module-level name bound once to a device value that the program
-        moves its model to: ``DEVICE = "cpu"``) the one the port's moves use, where the
+        moves its model to: ``DEVICE = "cpu"``) the name the port's moves use, where the
         program has no other device choice and the port would otherwise define a new name.
         False: not sure which device the moves would need (the caller reports them)."""
         if not self._chosen:
@@ -158,7 +158,7 @@ class DeviceName:
         return self._fresh or self._read is not None or self._adopted is not None
 
     def adopt_read(self, read: ast.Attribute, move: ast.Call) -> bool:
-        """Make ``read`` (``cfg.device``, ``self.device``: the one device attribute the program
+        """Make ``read`` (``cfg.device``, ``self.device``: a device attribute the program
         moves its model to, at ``move``) what the port's moves write where it is the same
         value (:meth:`_same_read`), where the program has no other device choice. Elsewhere
         the findings stay, naming it. False: not sure (the caller reports every move)."""

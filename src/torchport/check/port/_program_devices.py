@@ -21,14 +21,14 @@ Syntax only; a name the file's :class:`DeviceName` already reads as a choice of 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from torchport._device_types import DEVICE_TYPES
+from torchport.check._context import Context
 from torchport.check.semantic import BindingKind
 from torchport.check.semantic._placement import DEVICE_NAMES, means_accelerator
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from torchport.check._context import Context
     from torchport.check.port._facts import PortFacts
 
 __all__ = ["to_program_device"]
