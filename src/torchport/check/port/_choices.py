@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from torchport._device_types import CPU
 from torchport.check._context import Context
 from torchport.check._prefilter import may_hold
+from torchport.check.port._program_devices import to_program_device
 from torchport.check.semantic import Guard
 from torchport.check.semantic._guards import test_guard
 
@@ -181,7 +182,7 @@ def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
             or (target is not None and facts.holds_model(target, scope))
         ):
             continue
-        if _to_own_class_device(call, facts, ctx):
+        if _to_own_class_device(call, facts, ctx) or to_program_device(call, facts, ctx):
             return call
         child: ast.AST = call
         parent = parents.get(id(call))

@@ -49,6 +49,10 @@ class DeviceName:
         self._name: str | None = None
         self._chosen = False
         self._own = False  # the program's own name, bound on several paths
+        self._fresh = False  # the chosen name is a new definition of the port's
+        self._adopted: str | None = None  # the program's constant its model is moved to
+        # The program's device attribute its model is moved to (`cfg.device`), and that move.
+        self._read: tuple[ast.Attribute, ast.Call] | None = None
         # The program's own device choices it places with, beside a new name of the port's.
         self._placing: list[Binding] = []
         self._reached: dict[int, set[int]] = {}  # id(function) -> ids of functions it reaches
@@ -63,6 +67,8 @@ class DeviceName:
         """
         if not self._chosen:
             self._name, self._chosen = self._choose(), True
+        if self._read is not None:
+            return (ast.unparse(self._read[0]), ()) if self._same_read(node) else None
         name = self._name
         if name is None or self.kept_for(node) is not None:
             return None
@@ -119,8 +125,101 @@ class DeviceName:
         self._placing = [b for b in chosen if self._places(b)]
         for name in DEVICE_NAMES:
             if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
+                self._fresh = True
                 return name  # free: a new module-level definition
         return None
+
+    def chooses(self, name: str) -> bool:
+        """Whether ``name`` is bound somewhere to a device choice this reads as the program's."""
+        ours: ast.expr = ast.parse(device_expr(self.ctx.torch_name())).body[0].value  # type: ignore[attr-defined]
+        return any(b.name == name for b in self._program_choices(ours))
+
+    def adopt(self, name: str) -> bool:
+        """Make ``name`` (a module-level name bound once to a device value that the program
+        moves its model to: ``DEVICE = "cpu"``) the name the port's moves use, where the
+        program has no other device choice and the port would otherwise define a new name.
+        False: not sure which device the moves would need (the caller reports them)."""
+        if not self._chosen:
+            self._name, self._chosen = self._choose(), True
+        if self._own:
+            return self._name == name
+        if not self._fresh or self._placing:
+            return False
+        ours: ast.expr = ast.parse(device_expr(self.ctx.torch_name())).body[0].value  # type: ignore[attr-defined]
+        if any(b.name != name for b in self._program_choices(ours)):
+            return False
+        self._name, self._own, self._fresh, self._adopted = name, True, False, name
+        return True
+
+    def would_add(self) -> bool:
+        """Whether the port's moves would use a new device definition of its own."""
+        if not self._chosen:
+            self._name, self._chosen = self._choose(), True
+        return self._fresh or self._read is not None or self._adopted is not None
+
+    def adopt_read(self, read: ast.Attribute, move: ast.Call) -> bool:
+        """Make ``read`` (``cfg.device``, ``self.device``: a device attribute the program
+        moves its model to, at ``move``) what the port's moves write where it is the same
+        value (:meth:`_same_read`), where the program has no other device choice. Elsewhere
+        the findings stay, naming it. False: not sure (the caller reports every move)."""
+        if not self._chosen:
+            self._name, self._chosen = self._choose(), True
+        if self._read is not None:
+            return ast.unparse(self._read[0]) == ast.unparse(read)
+        if not self._fresh or self._placing or self._program_choices(self._ours()):
+            return False
+        self._read = (read, move)
+        return True
+
+    def _same_read(self, node: ast.AST) -> bool:
+        """Whether the adopted read means the model's device at ``node``: ``cfg.device`` in
+        the function that moved the model, ``cfg`` bound once there and never handed to a
+        call, ``cfg.device`` stored only before ``node``; ``self.device`` in a method of the
+        class (``self`` its first parameter), stored only in ``__init__``."""
+        assert self._read is not None
+        read, move = self._read
+        base, attr = read.value.id, read.attr  # type: ignore[attr-defined]
+        scopes = self.ctx.scopes
+        home, here = scopes.scope_of(move), scopes.scope_of(node)
+        if base == "self":
+            cls = scopes.parent(home.node)
+            method = here.node
+            if not isinstance(cls, ast.ClassDef) or scopes.parent(method) is not cls:
+                return False
+            params = getattr(getattr(method, "args", None), "args", [])
+            if not params or params[0].arg != "self" or scopes.resolve("self", node) is not here:
+                return False
+            inits = {id(m) for m in cls.body if isinstance(m, _FUNCTIONS) and m.name == "__init__"}
+            stores = [s for s in ast.walk(cls) if _stores(s, base, attr)]
+            owners = {id(self._function_of(s)) for s in stores}
+            if not owners <= inits:
+                return False
+            return id(method) not in inits or all(_line(s) < _line(node) for s in stores)
+        if here is not home or scopes.resolve(base, node) is not home:
+            return False
+        if len(home.bindings.get(base, ())) != 1 or not scopes.definitely_bound(base, node):
+            return False
+        for sub in ast.walk(home.node):
+            if isinstance(sub, ast.Call) and any(
+                isinstance(a, ast.Name) and a.id == base
+                for a in [*sub.args, *(k.value for k in sub.keywords)]
+            ):
+                return False  # handed on: a callee may set it
+            if _stores(sub, base, attr) and _line(sub) >= _line(node):
+                return False
+        return True
+
+    def _ours(self) -> ast.expr:
+        stmt = ast.parse(device_expr(self.ctx.torch_name())).body[0]
+        assert isinstance(stmt, ast.Expr)
+        return stmt.value
+
+    def adopted(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` reads the program's device that :meth:`adopt` took (the model's:
+        where it names the CPU, what is moved there meets the model there)."""
+        if self._read is not None and isinstance(expr, ast.Attribute):
+            return ast.unparse(expr) == ast.unparse(self._read[0])
+        return isinstance(expr, ast.Name) and expr.id == self._adopted
 
     def _program_choices(self, ours: ast.expr) -> list[Binding]:
         """The program's own device choices, in source order: names bound to a device (a
@@ -170,6 +269,15 @@ class DeviceName:
 
     def kept_message(self, node: ast.AST) -> str | None:
         """A finding's message at ``node`` naming the program's own choice (:meth:`kept_for`)."""
+        if self._read is not None:
+            read, move = self._read
+            text = ast.unparse(read)
+            return (
+                f"the program moves its model to `{text}` (line {move.lineno}), which is not "
+                f"sure to be the same value here; the port adds no second device beside it: "
+                f"make or move this on the model's device (`.to(x.device)` where it meets "
+                f"the model's output `x`)"
+            )
         kept = self.kept_for(node)
         return None if kept is None else _kept_words(kept)
 
@@ -246,6 +354,20 @@ def same_tree(a: object, b: object) -> bool:
             and all(same_tree(x, y) for x, y in zip(a, b, strict=True))
         )
     return type(a) is type(b) and repr(a) == repr(b)
+
+
+def _stores(node: ast.AST, base: str, attr: str) -> bool:
+    """``base.attr = ...`` (any assignment target, ``setattr(base, "attr", ...)``)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        return node.attr == attr and isinstance(node.value, ast.Name) and node.value.id == base
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr":
+        first = node.args[0] if node.args else None
+        return isinstance(first, ast.Name) and first.id == base
+    return False
+
+
+def _line(node: ast.AST) -> int:
+    return getattr(node, "lineno", 0)
 
 
 def _printed(call: ast.Call) -> bool:

@@ -425,6 +425,6 @@ def cpu_placements(facts: PortFacts) -> list[ast.Call]:
             target = node.args[0] if facts.to_cpu(node, scope) and node.args else None
             targets = [k.value for k in node.keywords if k.arg == "device"]
             targets = [target] if target is not None else targets
-            if any(cpu(t, scope) for t in targets):
+            if any(cpu(t, scope) and not facts.device_name.adopted(t) for t in targets):
                 found.append(node)  # (not a parameter every caller hands a device: theirs)
     return found
