@@ -68,7 +68,7 @@ class HardCodedCuda(Rule):
     default_contexts = frozenset({"code"})  # kept on below the bar by decision (KEPT_ON)
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)
+    node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments, ast.Dict)
     # `.cuda()`, `torch.device(...)`, `.to(...)`, `add_argument("--device", default=...)`,
     # and any call given a device by keyword (see `device_keywords`)
     call_attrs = frozenset({"cuda", "device", "to", "add_argument"})
@@ -151,7 +151,8 @@ class HardCodedCuda(Rule):
 
 
 def _cuda_settings(rule: Rule, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-    """``device = "cuda"``, ``device: str = "cuda:0"``, ``def f(device="cuda")``: by hand."""
+    """``device = "cuda"``, ``device: str = "cuda:0"``, ``def f(device="cuda")``, a config's
+    ``{"device": "cuda"}`` (``{"train_device": ...}``; read as ``cfg["device"]``): by hand."""
     for name, setting in device_settings(node):
         found = "device" in name.lower() and cuda_choice(setting, ctx) is not None
         if found and not default_never_runs(node, name, ctx):
