@@ -385,7 +385,6 @@ NOT_TORCH = [
     "from typing import cast\nclass Holder{k}:\n    def cuda(self):\n"
     "        OUT.append('holder cuda')\n        return self\n"
     "t{k} = cast(Holder{k}, T.ones(1))\nOUT.append(t{k}.cuda())",
-] + [
     # issue 34 (c34ag): a device method given to a class or an object after its definition:
     # `type(...)` with one in its namespace, `Cls.cuda = f`, `setattr(Cls, "cuda", f)` on a
     # module subclass, an instance's own, a decorator's `cls.cuda = f`
@@ -426,7 +425,8 @@ PROJECT_MODULE = (
 )
 # issue 34 (c34ag): a module of the project giving device methods at run time (``fuzzdyn.py``)
 DYNAMIC_MODULE = (
-    "import torch\n\n\ndef _cuda(self, *a, **kw):\n    OUT.append('dyn cuda')\n    return self\n\n\n"
+    "import torch\n\n\ndef _cuda(self, *a, **kw):\n"
+    "    OUT.append('dyn cuda')\n    return self\n\n\n"
     "Box = type('Box', (), {'cuda': _cuda})\n\n\n"
     "class Net(torch.nn.Module):\n    pass\n\n\nNet.cuda = _cuda\n\n\n"
     "class Plain:\n    pass\n\n\nsetattr(Plain, 'cuda', _cuda)\n\n\n"
