@@ -41,6 +41,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 __all__ = [
+    "DYNAMIC_FRAGMENTS",
+    "DYNAMIC_MODULE",
     "FRAGMENTS",
     "NOT_TORCH",
     "PROJECT_FRAGMENTS",
@@ -383,6 +385,26 @@ NOT_TORCH = [
     "from typing import cast\nclass Holder{k}:\n    def cuda(self):\n"
     "        OUT.append('holder cuda')\n        return self\n"
     "t{k} = cast(Holder{k}, T.ones(1))\nOUT.append(t{k}.cuda())",
+    # issue 34 (c34ag): a device method given to a class or an object after its definition:
+    # `type(...)` with one in its namespace, `Cls.cuda = f`, `setattr(Cls, "cuda", f)` on a
+    # module subclass, an instance's own, a decorator's `cls.cuda = f`
+    "def cu{k}(self, *a, **kw):\n    OUT.append('given cuda')\n    return self\n"
+    "Box{k} = type('Box{k}', (), {'cuda': cu{k}})\nb{k} = Box{k}()\nb{k}.cuda()\n"
+    "OUT.append(type(Box{k}().cuda()).__name__)",
+    "class Net{k}(T.nn.Module):\n    pass\n"
+    "def cu{k}(self, *a, **kw):\n    OUT.append('patched cuda')\n    return self\n"
+    "Net{k}.cuda = cu{k}\nn{k} = Net{k}().cuda()\nOUT.append(type(n{k}).__name__)",
+    "class Head{k}(T.nn.Linear):\n    pass\n"
+    "def to{k}(self, *a, **kw):\n    OUT.append(('set to', [str(v) for v in a]))\n"
+    "    return self\nsetattr(Head{k}, 'to', to{k})\nh{k} = Head{k}(2, 2)\n"
+    "h{k} = h{k}.cuda()\nh{k}.to('cuda')\nOUT.append(h{k}.weight.device.type)",
+    "m{k} = T.nn.Linear(2, 2)\n"
+    "m{k}.cuda = lambda *a, **kw: OUT.append('instance cuda') or m{k}\n"
+    "OUT.append(m{k}.cuda().weight.device.type)",
+    "def movable{k}(cls):\n    def cu(self, *a, **kw):\n        OUT.append('decorated cuda')\n"
+    "        return self\n    cls.cuda = cu\n    return cls\n"
+    "@movable{k}\nclass Net{k}(T.nn.Module):\n    pass\n"
+    "OUT.append(type(Net{k}().cuda()).__name__)",
 ]
 
 # issue 34: a second module of the project (``fuzzproj.py`` beside the program, installed as
@@ -401,6 +423,26 @@ PROJECT_MODULE = (
     "def make_model():\n    return torch.nn.Linear(2, 2)\n\n\n"
     "batch = Batch()\n"
 )
+# issue 34 (c34ag): a module of the project giving device methods at run time (``fuzzdyn.py``)
+DYNAMIC_MODULE = (
+    "import torch\n\n\ndef _cuda(self, *a, **kw):\n"
+    "    OUT.append('dyn cuda')\n    return self\n\n\n"
+    "Box = type('Box', (), {'cuda': _cuda})\n\n\n"
+    "class Net(torch.nn.Module):\n    pass\n\n\nNet.cuda = _cuda\n\n\n"
+    "class Plain:\n    pass\n\n\nsetattr(Plain, 'cuda', _cuda)\n\n\n"
+    "def make_box():\n    return Box()\n\n\ndef make_plain():\n    return Plain()\n\n\n"
+    "def make_net():\n    return Net()\n"
+)
+DYNAMIC_FRAGMENTS = [
+    "from fuzzdyn import Box, Net\nb{k} = Box()\nb{k}.cuda()\n"
+    "OUT.append(type(Net().cuda()).__name__)",
+    "from fuzzdyn import make_box, make_plain, make_net\nmake_box().cuda()\n"
+    "p{k} = make_plain()\np{k}.cuda()\nOUT.append(type(make_net().cuda()).__name__)",
+    "import fuzzdyn\nfuzzdyn.Box().cuda()\nfuzzdyn.Plain().cuda()\n"
+    "n{k} = fuzzdyn.Net()\nn{k} = n{k}.cuda()\nOUT.append(type(n{k}).__name__)",
+    "from fuzzdyn import Net\nclass Sub{k}(Net):\n    pass\n"
+    "OUT.append(type(Sub{k}().cuda()).__name__)",
+]
 PROJECT_FRAGMENTS = [
     # instances of the other module's classes, made there or here
     "from fuzzproj import make_batch\nb{k} = make_batch()\nb{k}.cuda()\nb{k} = b{k}.to('cuda')\n"
@@ -467,14 +509,16 @@ def project_programs(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
     """A program of a project (:data:`PROJECT_MODULE` beside it): fragments of that module's
     objects, maybe with the ones of one file; the program and the project's other modules."""
     chosen = draw(st.lists(st.sampled_from(PROJECT_FRAGMENTS), min_size=1, max_size=3))
-    chosen += draw(st.lists(st.sampled_from(ALL_FRAGMENTS), max_size=2))
+    dynamic = draw(st.lists(st.sampled_from(DYNAMIC_FRAGMENTS), max_size=2))
+    chosen += dynamic + draw(st.lists(st.sampled_from(ALL_FRAGMENTS), max_size=2))
     parts = ["import torch\n"]
     for k, fragment in enumerate(chosen):
         body = _T.sub("torch.", fragment.replace("{k}", str(k))) + "\n"
         if draw(st.booleans()) and "global" not in body:
             body = f"def main{k}():\n{_indent(body)}main{k}()\n"
         parts.append(body)
-    return "\n".join(parts), {"fuzzproj": PROJECT_MODULE}
+    modules = {"fuzzproj": PROJECT_MODULE} | ({"fuzzdyn": DYNAMIC_MODULE} if dynamic else {})
+    return "\n".join(parts), modules
 
 
 class _Recorder:

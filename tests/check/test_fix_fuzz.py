@@ -402,6 +402,19 @@ def test_another_modules_objects_keep_their_meaning(fragment: int, inside: bool)
     check_program(f"import torch\n{body}", {"fuzzproj": fix_programs.PROJECT_MODULE})
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["module", "function"])
+@pytest.mark.parametrize("fragment", range(len(fix_programs.DYNAMIC_FRAGMENTS)))
+def test_methods_given_at_run_time_in_another_module(fragment: int, inside: bool) -> None:
+    """Issue 34 (c34ag): another module of the project gives its classes a `.cuda()` after
+    their definition (`type(...)`, `Net.cuda = f`, `setattr(Plain, "cuda", f)`): their
+    instances here, made here or returned there, are never rewritten."""
+    body = fix_programs._T.sub("torch.", fix_programs.DYNAMIC_FRAGMENTS[fragment])
+    body = body.replace("{k}", "0") + "\n"
+    if inside:
+        body = f"def main():\n{fix_programs._indent(body)}main()\n"
+    check_program(f"import torch\n{body}", {"fuzzdyn": fix_programs.DYNAMIC_MODULE})
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fix_programs.project_programs())
 def test_fix_keeps_a_projects_programs_running(case: tuple[str, dict[str, str]]) -> None:

@@ -184,6 +184,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
             "Assign",
             "AnnAssign",
             "arguments",
+            "Dict",
         ),
         frozenset({"add_argument", "cuda", "device", "to"}),
         None,

@@ -207,8 +207,8 @@ def device_settings(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:
     """(name, value) of what ``node`` sets: assignment targets, annotated ones, defaults.
 
     ``device = v`` and ``self.device = v`` give ``("device", v)``, ``device: str =
-    v`` too, and ``def f(device=v)`` gives each parameter with its default.
-    """
+    v`` too, ``def f(device=v)`` each parameter with its default, ``{"eval_device": v}`` each
+    key ending in ``device`` (a configuration: ``.to(cfg["device"])``, in another module too)."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
             if isinstance(target, (ast.Name, ast.Attribute)):
@@ -217,6 +217,10 @@ def device_settings(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:
         target = node.target
         if isinstance(target, (ast.Name, ast.Attribute)):
             yield target.id if isinstance(target, ast.Name) else target.attr, node.value
+    elif isinstance(node, ast.Dict):
+        for key, item in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and str(key.value).lower().endswith("device"):
+                yield str(key.value), item
     elif isinstance(node, ast.arguments):
         positional = [*node.posonlyargs, *node.args]
         pairs = zip(positional[len(positional) - len(node.defaults) :], node.defaults, strict=True)

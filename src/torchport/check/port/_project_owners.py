@@ -37,6 +37,7 @@ from pathlib import Path
 
 from torchport.check.port._models import own_build
 from torchport.check.semantic import BindingKind
+from torchport.check.semantic._dynamic_methods import dynamic_methods
 from torchport.check.semantic._string_fields import STRING_DEVICE, declares_string_field
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -69,6 +70,7 @@ DEVICE_METHODS = frozenset(
 # (is it an instance, its own device methods, its lineage: "torch" | "object" | "unknown")
 Owned = tuple[bool, frozenset[str], str]
 UNRESOLVED: Owned = (False, frozenset(), "unresolved")
+_GIVEN = "<given at run time>"  # (an owner no import can name: its methods, the module's)
 _PLAIN_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC", "builtins.object"})
 _LOOKALIKES = frozenset({"numba", "cupy", "cupyx", "jax", "tensorflow", "keras", "numpy"})
 
@@ -243,18 +245,28 @@ def owners_of(
                 cls = imported.owner_of(func)
             if cls is not None and not cls[0] and cls[2] != "unresolved":
                 owners[stmt.targets[0].id] = (True, cls[1], cls[2])
+    dynamic = classes.dynamic
+    for name, given in dynamic.by_name.items():  # `Box = type("Box", (), {"cuda": f})`
+        if name in owners:  # `config.to = f` of a module-level instance: merged
+            was = owners[name]
+            owners[name] = (was[0], was[1] | given, was[2])
+        elif name not in classes.defs:
+            owners[name] = (False, given, "unknown")
+    if dynamic.anywhere:  # given at run time to what the module hands out: no name to import
+        owners[_GIVEN] = (False, dynamic.anywhere, "object")
     return tuple(owners.items())
 
 
 class _Classes:
     """The owners of one module's classes, through their bases (no cycles left behind)."""
 
-    __slots__ = ("ctx", "defs", "done", "imported", "models")
+    __slots__ = ("ctx", "defs", "done", "dynamic", "imported", "models")
 
     def __init__(self, ctx: Context, imported: ProjectImports, models: frozenset[str]) -> None:
         self.ctx, self.imported, self.models = ctx, imported, models
         self.defs = {c.name: c for c in ctx.tree.body if isinstance(c, ast.ClassDef)}
         self.done: dict[str, Owned] = {}
+        self.dynamic = dynamic_methods(ctx.tree, ctx.source)
 
     def of_class(self, name: str) -> Owned:
         done = self.done
@@ -262,6 +274,8 @@ class _Classes:
             return done[name]
         done[name] = (False, frozenset(), "unknown")  # a cycle of bases: unknown
         methods = _own(self.defs[name], self.ctx)
+        dynamic = self.dynamic  # `Box.cuda = f` after it; `cls.cuda = f` in a decorator
+        methods |= dynamic.by_name.get(name, frozenset()) | dynamic.unowned
         lineages = {"torch"} if name in self.models else set()
         for base in self.defs[name].bases:
             _, inherited, lineage = self.base_owner(

@@ -31,21 +31,21 @@ _GUARDED = (
 class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`, `device="cuda"`,
-    `map_location="cuda:0"` and `accelerator="cuda"` arguments, `torch.device("cuda")`, and `device
-    = "cuda"`, `device: str = "cuda"` and `def f(device="cuda")` settings, also as one arm of a
-    conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not the old-torch fallback
-    of `torch.accelerator`'s answer). Left alone: a CUDA device compared (`dev ==
+    `map_location="cuda:0"` and `accelerator="cuda"` arguments, `torch.device("cuda")`, `device =
+    "cuda"`, `device: str = "cuda"`, `def f(device="cuda")` and `{"device": "cuda"}` settings, as an
+    arm of a conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not the old-torch
+    fallback of `torch.accelerator`'s answer). Left alone: a CUDA device compared (`dev ==
     torch.device("cuda")`, a test), CUDA a test sets up on purpose inside `with pytest.warns(...)`
     (or `assertWarns`, `assertLogs`: `model.device = torch.device("cuda")` to trigger a GPU warning)
     or `with FakeTensorMode()`, test code whose subject is CUDA (named, marked or skipped for it or
     its GPU architecture, asserting it first, naming two GPUs, starting NCCL, testing a GPU-only
     kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`), a default every call of the function
     passes (its repository's, `rules/_passed_defaults.py`) or no code reads (or rebinds first), a
-    CUDA probe's own tensor, benchmark code (a `bm_*` file or function, a test's timing closure, a
-    timing program), a class's own `cuda()` method, and code in the arm of a device check where CUDA
-    is there (`if device.type == "cuda":`, any case, `if torch.cuda.is_available():`, `if s ==
-    "cuda":` in a function testing `s == "mps"`; not `if x.device != cuda: x.cuda()`): ported, or
-    TP109's choice, except a move in code that carries its device (`self.device`).
+    CUDA probe's own tensor, benchmark code (a `bm_*` file or function, a timing closure or
+    program), a class's own `cuda()` method, and code in the arm of a device check where CUDA is
+    there (`if device.type == "cuda":`, any case, `if torch.cuda.is_available():`, `if s == "cuda":`
+    in a function testing `s == "mps"`; not `if x.device != cuda: x.cuda()`): ported, or TP109's
+    choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an Apple (MPS), Intel
@@ -68,7 +68,7 @@ class HardCodedCuda(Rule):
     default_contexts = frozenset({"code"})  # kept on below the bar by decision (KEPT_ON)
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)
+    node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments, ast.Dict)
     # `.cuda()`, `torch.device(...)`, `.to(...)`, `add_argument("--device", default=...)`,
     # and any call given a device by keyword (see `device_keywords`)
     call_attrs = frozenset({"cuda", "device", "to", "add_argument"})
@@ -151,7 +151,7 @@ class HardCodedCuda(Rule):
 
 
 def _cuda_settings(rule: Rule, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-    """``device = "cuda"``, ``device: str = "cuda:0"``, ``def f(device="cuda")``: by hand."""
+    """``device = "cuda"``, ``def f(device="cuda")``, a config's ``{"device": "cuda"}``: by hand."""
     for name, setting in device_settings(node):
         found = "device" in name.lower() and cuda_choice(setting, ctx) is not None
         if found and not default_never_runs(node, name, ctx):

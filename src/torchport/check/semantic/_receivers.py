@@ -15,12 +15,12 @@ method call, following names through the one resolver
   an instance of a class of the file whose bases lead to torch's
   (``class Net(nn.Module)``) and that does not define the method itself, a
   chain of tensor methods over one of these;
-* OTHER: an instance of a class of the file that defines the method itself (or a
-  class of the program among its bases does, beside torch's too), or whose bases lead
-  nowhere but to ``object``, a value of a look-alike library
-  (:data:`LOOKALIKE_LIBRARIES`), a literal, a function or class object;
-* UNKNOWN: everything else (a parameter, an attribute, a call of an imported
-  helper).
+* OTHER: an instance of a class of the file that defines the method itself (or a class of
+  the program among its bases does, beside torch's too; or it is given at run time:
+  ``Box.cuda = f``, ``semantic/_dynamic_methods.py``), or whose bases lead nowhere but to
+  ``object``, a value of a look-alike library (:data:`LOOKALIKE_LIBRARIES`), a literal, a
+  function or class object;
+* UNKNOWN: everything else (a parameter, an attribute, a call of an imported helper).
 
 :func:`may_rewrite` is the decision: TORCH, or UNKNOWN in a file where no
 class defines a method of that name (the call cannot be the program's own
@@ -28,10 +28,8 @@ method of this file, nor of a class of a project module it imports anything from
 function too: that module's ``make_batch()`` may return one). Names bound by
 imports of the project's own modules are read there, through the port's project
 view (``port/_project_owners.py``): a class of a sibling module (or a base of a
-class of the file) answers as one of the file would; a name of the project that
-cannot be read (a module that does not parse, a star or dynamic import) is OTHER:
-reported, never rewritten.
-"""
+class of the file) answers as one of the file would; a name of the project that cannot be
+read (a module that does not parse, a star or dynamic import) is OTHER: reported."""
 
 from __future__ import annotations
 
@@ -43,6 +41,7 @@ from torchport._device_types import CUDA
 from torchport.check._nodes import nodes_among
 from torchport.check.semantic._binding import BindingKind, ScopeKind
 from torchport.check.semantic._devices import device_type
+from torchport.check.semantic._dynamic_methods import given_to
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -183,6 +182,8 @@ def _class_answer(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> t
     (``Net(Mover, nn.Module)`` takes ``Mover``'s ``.cuda()``; the order is not followed)."""
     if _defines(cls, method) or (method == "cuda" and _defines(cls, "to")):
         return Owner.OTHER, True  # the program's own `.cuda()` / `.to()` (which `.cuda()` becomes)
+    if given_to(ctx, cls.name, method):  # `Box.cuda = f` after the class
+        return Owner.OTHER, True
     if depth > 4:
         return Owner.UNKNOWN, False
     if not cls.bases:
@@ -264,6 +265,8 @@ def may_rewrite(call: ast.Call, ctx: Context) -> bool:
     owner = receiver_owner(func.value, func.attr, ctx)
     if owner is Owner.OTHER:
         return False
+    if given_to(ctx, func.value, func.attr, unknown=owner is Owner.UNKNOWN):
+        return False  # `model.cuda = f`, `type("Box", (), {"cuda": f})`, `cls.cuda = f`...
     if owner is Owner.UNKNOWN and (
         func.attr in own_methods(ctx) or func.attr in _project_methods(ctx)
     ):
