@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["found_naming", "lazy_pattern", "whole_word"]
+__all__ = ["MAY_GIVE_METHODS", "found_naming", "lazy_pattern", "whole_word"]
 
 # What a compiled pattern offers (``re.Pattern``'s public methods and attributes).
 _ATTRIBUTES = (
@@ -72,3 +72,15 @@ def found_naming(pattern: re.Pattern[str], text: str, names: tuple[str, ...]) ->
     holds one of ``names``: searched (and a lazy pattern compiled) only where the text holds
     one of them at all, each a plain look for a substring."""
     return any(name in text for name in names) and pattern.search(text) is not None
+
+
+# A text that may give a class or object a device method at run time
+# (``semantic/_dynamic_methods.py``): a device method's name stored rather than called
+# (``Box.cuda = f``, ``(Box.to, x) = ...``, ``for o.cuda in ...``), a ``setattr``, or a
+# ``type(...)`` call, a line continuation allowed between tokens. Every form that module reads
+# holds one (a superset: it gates the walk, never decides); ``x.cuda()`` alone does not.
+MAY_GIVE_METHODS = lazy_pattern(
+    r"\bsetattr\b|\btype(?:\s|\\(?:\r\n?|\n))*\(|\.(?:\s|\\(?:\r\n?|\n))*"
+    r"(?:to|cuda|cpu|half|bfloat16|to_empty|xpu|mps|new_zeros|new_ones|new_empty|new_full|"
+    r"new_tensor|pin_memory|share_memory_|contiguous)\b(?!\s*\()"
+)

@@ -17,10 +17,11 @@ from torchport.check.semantic._devices import (
     cuda_flag,
     cuda_index_arm,
     cuda_index_test,
+    prints_or_logs,
     record_key,
 )
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
-from torchport.check.semantic._receivers import enters_call_named, prints_or_logs
+from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
 __all__ = [
@@ -37,8 +38,7 @@ __all__ = [
     "tests_cuda",
 ]
 
-# A branch that spreads the work over several GPUs in one process: what it does is
-# CUDA's (DataParallel's device ids; TP405 speaks of it), not where a tensor is.
+# Work spread over several GPUs in one process: CUDA's (DataParallel's ids; TP405's), no place.
 MULTI_GPU = frozenset(
     {
         "torch.nn.parallel.data_parallel",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.semantic._receivers import prints_or_logs
+from torchport.check.semantic._devices import prints_or_logs
 
 __all__ = ["DESCRIBING", "is_text", "only_described", "shown_as_text"]
 

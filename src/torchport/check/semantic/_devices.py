@@ -38,6 +38,7 @@ __all__ = [
     "device_type_test",
     "names_device_type",
     "names_other_accelerator",
+    "prints_or_logs",
     "record_key",
 ]
 
@@ -274,3 +275,20 @@ def record_key(parent: ast.AST, child: ast.AST) -> bool:
         and parent.slice is child
         and isinstance(parent.ctx, (ast.Store, ast.Del))
     )
+
+
+def prints_or_logs(call: ast.AST) -> bool:
+    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
+    func = call.func if isinstance(call, ast.Call) else None
+    if isinstance(func, ast.Name):
+        return func.id == "print"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _LOG_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id.lower() in _LOGGERS
+    )
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
+_LOGGERS = frozenset({"logger", "logging", "log", "_logger", "_log"})

@@ -25,6 +25,8 @@ import ast
 import weakref
 from dataclasses import dataclass
 
+from torchport.check._patterns import MAY_GIVE_METHODS
+
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
@@ -59,10 +61,8 @@ def dynamic_methods(tree: ast.Module, source: str | None = None) -> Dynamic:
     found = _KEPT.get(tree)
     if found is not None:
         return found
-    if source is not None and not any(m in source for m in ("cuda", "to", "setattr", "type")):
-        found = _EMPTY
-    else:
-        found = _read(tree)
+    skip = source is not None and not MAY_GIVE_METHODS.search(source)
+    found = _EMPTY if skip else _read(tree)
     _KEPT[tree] = found
     return found
 

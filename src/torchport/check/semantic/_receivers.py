@@ -39,9 +39,9 @@ import weakref
 
 from torchport._device_types import CUDA
 from torchport.check._nodes import nodes_among
+from torchport.check._patterns import MAY_GIVE_METHODS
 from torchport.check.semantic._binding import BindingKind, ScopeKind
 from torchport.check.semantic._devices import device_type
-from torchport.check.semantic._dynamic_methods import given_to
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ __all__ = [
     "enters_call_named",
     "may_rewrite",
     "meant_to_fail",
-    "prints_or_logs",
     "receiver_owner",
     "value_fixable",
 ]
@@ -250,6 +249,16 @@ def _project_methods(ctx: Context) -> frozenset[str]:
     if not ctx.import_tails:
         return frozenset()
     return ctx.project_methods()
+
+
+def given_to(ctx: Context, receiver: ast.expr | str | None, method: str, **kw: bool) -> bool:
+    """``_dynamic_methods.given_to``, imported (and its walk made) only for a text that may
+    give a device method at run time (``_patterns.MAY_GIVE_METHODS``; start-up)."""
+    if not MAY_GIVE_METHODS.search(ctx.source):
+        return False
+    from torchport.check.semantic import _dynamic_methods
+
+    return _dynamic_methods.given_to(ctx, receiver, method, **kw)
 
 
 def may_rewrite(call: ast.Call, ctx: Context) -> bool:
@@ -481,20 +490,3 @@ def value_fixable(node: ast.expr, ctx: Context) -> bool:
     if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not ctx.qualname(func):
         return may_rewrite(node, ctx)  # type: ignore[arg-type]
     return True
-
-
-def prints_or_logs(call: ast.AST) -> bool:
-    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
-    func = call.func if isinstance(call, ast.Call) else None
-    if isinstance(func, ast.Name):
-        return func.id == "print"
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr in _LOG_METHODS
-        and isinstance(func.value, ast.Name)
-        and func.value.id.lower() in _LOGGERS
-    )
-
-
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
-_LOGGERS = frozenset({"logger", "logging", "log", "_logger", "_log"})

@@ -1,0 +1,63 @@
+"""The text gate of ``_dynamic_methods``: a file it lets pass unread gives no device method.
+
+``_patterns.MAY_GIVE_METHODS`` decides whether a file's tree is walked for device methods given
+at run time (and whether ``_receivers`` imports the module at all). It must be a superset: for
+every program in which :func:`_read` finds a method given, the gate matches. Programs are drawn
+from the forms the module reads (attribute stores, tuple and loop targets, ``setattr``,
+``type(name, bases, namespace)``) and from near forms that give nothing (calls, reads), in
+several spellings (spaces around the dot, a line continuation); the oracle is the module's own
+walk, which the gate only shortcuts.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check._patterns import MAY_GIVE_METHODS
+from torchport.check.semantic._dynamic_methods import DYNAMIC_METHODS, _read
+
+_METHODS = sorted(DYNAMIC_METHODS)
+_FORMS = (
+    "{r}.{m} = f",
+    "{r} . {m} = f",
+    "{r}.{m}: object = f",
+    "({r}.{m}, y) = f, 1",
+    "for {r}.{m} in [f]:\n    pass",
+    "with open(__file__) as {r}.{m}:\n    pass",
+    "setattr({r}, '{m}', f)",
+    'setattr ( {r} , "{m}" , f )',
+    "Box = type('Box', (), {{'{m}': f}})",
+    "Box = type ('Box', (), dict({m}=f))",
+    "Box = type\\\n    ('Box', (), {{'{m}': f}})",
+    "{r}.{m}(x)",  # near forms: a call and a read give nothing
+    "{r} .{m} (x)",
+    "y = {r}.{m}",
+    "{r}.\\\n    {m} = f",
+)
+_RECEIVERS = ("Box", "self", "obj.inner", "type(x)", "torch.Tensor")
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_FORMS), st.sampled_from(_METHODS), st.sampled_from(_RECEIVERS)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_the_gate_passes_every_text_that_gives_a_method(
+    parts: list[tuple[str, str, str]],
+) -> None:
+    source = "class Box:\n    pass\n\n\n" + "\n".join(form.format(r=r, m=m) for form, m, r in parts)
+    tree = ast.parse(source)
+    if _read(tree).anywhere:
+        assert MAY_GIVE_METHODS.search(source), source
+
+
+def test_a_plain_move_is_not_let_through() -> None:
+    """The gate's point: the usual file, which only calls the methods, is not walked."""
+    source = "import torch\nx = torch.zeros(3).cuda()\ny = x.to('cpu').contiguous()\n"
+    assert not _read(ast.parse(source)).anywhere
+    assert not MAY_GIVE_METHODS.search(source)
