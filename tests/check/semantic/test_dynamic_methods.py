@@ -16,6 +16,7 @@ import ast
 from hypothesis import given
 from hypothesis import strategies as st
 
+from torchport.check import fix_source
 from torchport.check._patterns import MAY_GIVE_METHODS
 from torchport.check.semantic._dynamic_methods import DYNAMIC_METHODS, _read
 
@@ -61,3 +62,36 @@ def test_a_plain_move_is_not_let_through() -> None:
     source = "import torch\nx = torch.zeros(3).cuda()\ny = x.to('cpu').contiguous()\n"
     assert not _read(ast.parse(source)).anywhere
     assert not MAY_GIVE_METHODS.search(source)
+
+
+def test_a_store_on_self_gives_the_method_to_its_class_alone() -> None:
+    """``self.cuda = flag`` (fairseq's ``Trainer``) gives ``cuda`` to that class's instances;
+    a torch tensor's ``.cuda()`` in the file is still torch's. In a nested class, or where the
+    first parameter may not be the instance (a decorated method), any object may have it."""
+    source = (
+        "class Trainer:\n"
+        "    def __init__(self, cfg):\n"
+        "        self.cuda = cfg.cuda\n"
+        "        def inner(self):\n"
+        "            self.to = 1\n"
+        "    @staticmethod\n"
+        "    def make(box):\n"
+        "        box.cpu = 2\n"
+    )
+    found = _read(ast.parse(source))
+    assert found.by_name == {"Trainer": frozenset({"cuda"})}
+    assert found.unowned == {"to", "cpu"}
+    assert found.anywhere == {"cuda", "to", "cpu"}
+
+
+def test_fix_keeps_a_tensors_move_beside_a_flag_named_cuda() -> None:
+    from torchport.check import fix_source
+
+    flag = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self, use):\n        self.cuda = use\n"
+    )
+    moved = flag + "\n\nx = torch.zeros(1).cuda()\n"
+    assert "torch.zeros(1).to(device)" in fix_source(moved, select=["TP101"], unsafe=True)
+    own = flag.replace("use\n", "lambda: 'mine'\n").replace("Trainer:", "Trainer(torch.nn.Module):")
+    kept = own + "\n\nprint(Trainer(None).cuda())\n"
+    assert fix_source(kept, select=["TP101"], unsafe=True) == kept

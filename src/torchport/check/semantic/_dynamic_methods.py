@@ -100,9 +100,15 @@ def _read(tree: ast.Module) -> Dynamic:
             else:
                 unowned.add(method)
 
+    own = _instance_stores(tree, top)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            if node.attr not in _DATA_NAMES:  # (`self.type = kind` is data)
+            if node.attr in _DATA_NAMES:  # (`self.type = kind` is data)
+                continue
+            if id(node) in own:  # `self.cuda = f` in a method: that class's instances
+                anywhere.add(node.attr)
+                by_name.setdefault(own[id(node)], set()).add(node.attr)
+            else:
                 given(node.value, node.attr)  # `Box.cuda = f`, `(Box.cuda, x) = ...`
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id == "setattr" and len(node.args) >= 2:
@@ -123,6 +129,40 @@ def _read(tree: ast.Module) -> Dynamic:
     return Dynamic(
         {k: frozenset(v) for k, v in by_name.items()}, frozenset(anywhere), frozenset(unowned)
     )
+
+
+def _instance_stores(tree: ast.Module, top: frozenset[str]) -> dict[int, str]:
+    """The attribute stores on ``self`` (a method's first parameter) in the methods of the
+    module's top classes, by ``id``, with their class's name: ``self.cuda = use_gpu`` in
+    fairseq's ``Trainer`` gives (or sets) ``cuda`` on a ``Trainer``, not on every object."""
+    found: dict[int, str] = {}
+    for cls in tree.body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name in top):
+            continue
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [*method.args.posonlyargs, *method.args.args]
+            if not params or method.decorator_list:
+                continue  # a static or class method (or any decorated one): not `self`
+            first = params[0].arg
+            stack: list[ast.AST] = [*method.body]
+            while stack:  # not into a nested function or class: its `self` may be another's
+                node = stack.pop()
+                if isinstance(node, _SCOPES):
+                    continue
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == first
+                ):
+                    found[id(node)] = cls.name
+                stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _top_names(tree: ast.Module) -> frozenset[str]:
