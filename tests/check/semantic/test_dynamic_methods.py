@@ -85,8 +85,6 @@ def test_a_store_on_self_gives_the_method_to_its_class_alone() -> None:
 
 
 def test_fix_keeps_a_tensors_move_beside_a_flag_named_cuda() -> None:
-    from torchport.check import fix_source
-
     flag = (
         "import torch\n\n\nclass Trainer:\n    def __init__(self, use):\n        self.cuda = use\n"
     )
