@@ -26,12 +26,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytest.importorskip("torch")  # (before the sibling's names: it skips at import without torch)
+
 from tests.check.port.no_cuda_sim import in_a_child
 from tests.check.port.test_namespace_settings import _CHILD as _SETTINGS_CHILD
 from tests.check.port.test_namespace_settings import _VALUES
 from torchport.check.port import port_text
-
-pytest.importorskip("torch")
 
 # the same child, with the folder of the other modules on its path
 _READ = "programs = json.loads(open(sys.argv[1]).read())"
