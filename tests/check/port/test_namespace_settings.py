@@ -18,6 +18,8 @@ wherever the original ran, or leaves a finding.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -116,7 +118,13 @@ def runs_or_is_reported(sources: list[str]) -> None:
     outcomes = [port_text(source, "p.py") for source in sources]
     assert all(not o.failures for o in outcomes), [o.failures for o in outcomes]
     runs = in_a_child(_CHILD, sources + [o.source for o in outcomes])
-    before, after = runs[: len(sources)], runs[len(sources) :]
+    kept_or_stopped_where_said(outcomes, runs)
+
+
+def kept_or_stopped_where_said(outcomes: list[Any], runs: list[dict[str, Any]]) -> None:
+    """``runs``: the originals' runs, then their ports' (``_CHILD``'s records). Each port prints
+    its original's values on the CPU; where it stops on a device view, a finding is left there."""
+    before, after = runs[: len(outcomes)], runs[len(outcomes) :]
     for outcome, was, now in zip(outcomes, before, after, strict=True):
         assert now["cpu"] == was["cpu"], outcome.source
         if was["cpu"] is None:

@@ -64,17 +64,10 @@ def held_lambda(node: ast.Call, name: str, ctx: Context) -> tuple[str, str | Non
     if zero_dim(node, name) or moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
         return None  # `torch.rand(n).to(...)`
     parents = facts.parents
-    lam: ast.AST | None = parents.get(id(node))
-    while lam is not None and lam is not init and not isinstance(lam, ast.Lambda):
-        lam = parents.get(id(lam))
-    if not isinstance(lam, ast.Lambda):
+    found = _lambda_held(node, parents, (), init)
+    if found is None:
         return None
-    held: ast.AST = lam
-    holder = parents.get(id(lam))
-    while isinstance(holder, _HOLDERS) and not (
-        isinstance(holder, ast.Dict) and held in holder.keys
-    ):
-        held, holder = holder, parents.get(id(holder))
+    lam, held, holder = found
     params = [*init.args.posonlyargs, *init.args.args]
     me = params[0].arg if params else None
     kept = _kept_on(held, holder, init, me, parents) if me is not None else None
@@ -230,17 +223,10 @@ def module_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
         return None
     facts = port_facts(ctx)
     parents = facts.parents
-    lam: ast.AST | None = parents.get(id(node))
-    while lam is not None and not isinstance(lam, (ast.Lambda, *_DEFS)):
-        lam = parents.get(id(lam))
-    if not isinstance(lam, ast.Lambda):
+    found = _lambda_held(node, parents, _DEFS, None)
+    if found is None:
         return None
-    held: ast.AST = lam
-    holder = parents.get(id(lam))
-    while isinstance(holder, _HOLDERS) and not (
-        isinstance(holder, ast.Dict) and held in holder.keys
-    ):
-        held, holder = holder, parents.get(id(holder))
+    _, held, holder = found
     if not (isinstance(holder, ast.Assign) and holder.value is held):
         return None
     if facts.scope_of.get(id(holder)) is not facts.module:
@@ -268,3 +254,23 @@ def module_lambda(node: ast.Call, name: str, ctx: Context) -> str | None:
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _lambda_held(
+    node: ast.AST, parents: dict[int, ast.AST], stops: tuple[type, ...], stop: ast.AST | None
+) -> tuple[ast.Lambda, ast.AST, ast.AST | None] | None:
+    """The lambda around ``node`` (not past ``stop`` or a node of a ``stops`` type), what
+    holds it (the lambda, or the list, tuple or dict value it sits in), and that holder's
+    parent: ``f = lambda: ...``, ``fs = [lambda: ...]``, ``{"k": lambda: ...}``."""
+    lam = parents.get(id(node))
+    while lam is not None and lam is not stop and not isinstance(lam, (ast.Lambda, *stops)):
+        lam = parents.get(id(lam))
+    if not isinstance(lam, ast.Lambda):
+        return None
+    held: ast.AST = lam
+    holder = parents.get(id(lam))
+    while isinstance(holder, _HOLDERS) and not (
+        isinstance(holder, ast.Dict) and held in holder.keys
+    ):
+        held, holder = holder, parents.get(id(holder))
+    return lam, held, holder
