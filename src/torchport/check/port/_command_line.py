@@ -41,6 +41,7 @@ from torchport.check.port._namespace_callees import handed_stores
 from torchport.check.port._namespace_stores import (
     freely_set,
     handed_out,
+    keep_plain,
     namespace_holders,
     plain_value,
     store_values,
@@ -253,16 +254,7 @@ class CommandLine:
             finally:
                 seen.difference_update(id(b) for b in found)
 
-        changed = True
-        while changed:
-            changed = False
-            for attr in sorted(candidates):
-                if not all(
-                    v is not None and plain_value(v, setting, bound_plain, builtin)
-                    for v in values.get(attr, ())
-                ):
-                    candidates.discard(attr)
-                    changed = True
+        keep_plain(candidates, values, lambda v: plain_value(v, setting, bound_plain, builtin))
         return frozenset(candidates)
 
     def _outside(self) -> tuple[dict[str, bool], frozenset[int]]:

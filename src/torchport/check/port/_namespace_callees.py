@@ -29,7 +29,7 @@ from torchport.check._context import Context
 from torchport.check._listing import note
 from torchport.check._syntax import parsed_module
 from torchport.check.port._module_files import Lookups
-from torchport.check.port._namespace_stores import plain_value
+from torchport.check.port._namespace_stores import keep_plain, plain_value
 from torchport.check.port._script_path import find_on_script_path
 from torchport.check.semantic import BindingKind
 
@@ -221,14 +221,5 @@ def _stores(func: _Function, module_names: frozenset[str]) -> dict[str, bool]:
     def builtin(name: ast.Name) -> bool:
         return name.id not in locals_ and name.id not in module_names
 
-    changed = True
-    while changed:
-        changed = False
-        for attr in sorted(plain):
-            if not all(
-                v is not None and plain_value(v, setting, local_plain, builtin)
-                for v in values[attr]
-            ):
-                plain.discard(attr)
-                changed = True
+    keep_plain(plain, values, lambda v: plain_value(v, setting, local_plain, builtin))
     return {attr: attr in plain for attr in values}

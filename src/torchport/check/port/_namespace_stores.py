@@ -20,13 +20,14 @@ are read (``init_distributed_device(args)``: ``_namespace_callees.py``), and
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from torchport.check._context import Context
 
 __all__ = [
     "freely_set",
     "handed_out",
+    "keep_plain",
     "namespace_holders",
     "parsed_namespace",
     "plain_value",
@@ -133,6 +134,22 @@ def _paired(target: ast.expr, parent: Callable[[ast.AST], ast.AST | None]) -> as
             return None
         return value.elts[holder.elts.index(target)]
     return None
+
+
+def keep_plain(
+    names: set[str],
+    values: Mapping[str, Sequence[ast.expr | None]],
+    plain: Callable[[ast.expr], bool],
+) -> None:
+    """Drop from ``names`` each setting one of whose stored ``values`` is not ``plain``, until
+    none drops: a value may read another setting, which a drop makes no longer plain."""
+    changed = True
+    while changed:
+        changed = False
+        for attr in sorted(names):
+            if not all(v is not None and plain(v) for v in values.get(attr, ())):
+                names.discard(attr)
+                changed = True
 
 
 def plain_value(
