@@ -42,6 +42,8 @@ _WITH_CUDA = {
     "n_gpu > 0": ("n_gpu = torch.cuda.device_count()\n", "n_gpu > 0"),
     "n_gpu, in an and": ("n_gpu = torch.cuda.device_count()\n", "use_gpu and n_gpu > 0"),
     "args.n_gpu > 0": (_ARGS, "args.n_gpu > 0"),  # transformers' examples: `args.n_gpu`
+    "is_available() == True": ("", "torch.cuda.is_available() == True"),
+    "bool(count)": ("", "bool(torch.cuda.device_count())"),
 }
 _WITHOUT_CUDA = {
     "count == 0": ("", "torch.cuda.device_count() == 0"),
@@ -51,6 +53,8 @@ _WITHOUT_CUDA = {
     "not is_available()": ("", "not torch.cuda.is_available()"),
     "not a flag bound to it": ("ok = torch.cuda.is_available()\n", "not ok"),
     "args.n_gpu == 0": (_ARGS, "args.n_gpu == 0"),
+    "is_available() is False": ("", "torch.cuda.is_available() is False"),
+    "is_available() != True": ("", "torch.cuda.is_available() != True"),
 }
 _FORMS = ("expression", "if statement")
 

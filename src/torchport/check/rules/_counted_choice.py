@@ -8,8 +8,10 @@ and n_gpu == 0: device = "cpu"``, held-out set h31af's lonePatient word2vec) or 
 CPU by the count (``if torch.cuda.device_count() == 0: device = "cpu"``). Each is the same
 choice: on MPS or XPU the program runs on the CPU, and the port kept it saying "0 left".
 :func:`counted_choice` takes them for TP109, always without a fix, and the CPU's arm first
-(``"cpu" if not torch.cuda.is_available() else "cuda"``). The fallback statement tested with
-``not torch.cuda.is_available()`` is TP120's (off in ``check``'s default run; the port reports it).
+(``"cpu" if not torch.cuda.is_available() else "cuda"``), and tests that spell their truth
+out (``torch.cuda.is_available() == False``, ``bool(torch.cuda.device_count())``). The fallback
+statement tested with ``not torch.cuda.is_available()`` is TP120's (off in ``check``'s default
+run; the port reports it).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ def counted_choice(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     sign = _sign(node.test, ctx, 0)
     if sign == 0:
         return False
-    if not _counts(node.test, ctx, 0) and (sign > 0 or isinstance(node, ast.If)):
+    plain = not _counts(node.test, ctx, 0) and not _spelled(node.test, ctx)
+    if plain and (sign > 0 or isinstance(node, ast.If)):
         return False  # `torch.cuda.is_available()`: `chooses_cuda_or_the_cpu`'s, or TP120's
     if sign > 0:
         if isinstance(node, ast.IfExp):
@@ -105,16 +108,56 @@ def _sign(test: ast.expr, ctx: Context, depth: int) -> int:
             return 0
         signs = {_sign(v, ctx, depth + 1) for v in test.values} - {0}
         return signs.pop() if len(signs) == 1 else 0
+    if _bool_of(test, ctx):  # `bool(torch.cuda.device_count())`
+        assert isinstance(test, ast.Call)
+        return _sign(test.args[0], ctx, depth + 1)
     if isinstance(test, ast.Compare):
         if len(test.ops) != 1:
             return 0
         left, op, right = test.left, type(test.ops[0]), test.comparators[0]
         if isinstance(left, ast.Constant):
             left, right, op = right, left, _MIRRORED.get(op, op)
-        if _query(left, ctx) != _COUNT or not isinstance(right, ast.Constant):
+        if not isinstance(right, ast.Constant):
+            return 0
+        if type(right.value) is bool and op in _TRUTH:  # `is_available() == False`
+            said = _sign(left, ctx, depth + 1)
+            return said if _TRUTH[op] is right.value else -said
+        if _query(left, ctx) != _COUNT:
             return 0
         return _COMPARED.get((op, right.value), 0) if type(right.value) is int else 0
     return 1 if _query(test, ctx) is not None else 0
+
+
+# a comparison with a bool: whether `x <op> True` holds where x holds (`== True`, `is True`)
+_TRUTH = {ast.Eq: True, ast.Is: True, ast.NotEq: False, ast.IsNot: False}
+
+
+def _bool_of(test: ast.AST, ctx: Context) -> bool:
+    """``bool(x)``, the builtin (no binding of ``bool`` reaches it), one argument."""
+    return (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "bool"
+        and len(test.args) == 1
+        and not test.keywords
+        and not ctx.scopes.bindings("bool", test.func)
+    )
+
+
+def _spelled(test: ast.expr, ctx: Context) -> bool:
+    """Whether ``test`` spells its truth out (``bool(...)``, ``== True``, ``is False``): forms
+    ``chooses_cuda_or_the_cpu`` and TP120 do not read, so this module takes them."""
+    return any(
+        _bool_of(n, ctx)
+        or (
+            isinstance(n, ast.Compare)
+            and any(
+                isinstance(c, ast.Constant) and type(c.value) is bool
+                for c in (n.left, *n.comparators)
+            )
+        )
+        for n in ast.walk(test)
+    )
 
 
 def _counts(test: ast.expr, ctx: Context, depth: int) -> bool:
