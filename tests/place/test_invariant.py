@@ -77,12 +77,14 @@ def check_graph(graph: Any, data: st.DataObject, target: torch.device, **options
     try:
         out = tp.to_device(graph, target, **options)
     except tp.UnsupportedBatchError as exc:
+        # Read first: the oracle below calls objects' own .to on shallow copies, and a .to
+        # that writes into what the copy shares (PyG's apply) changes the input itself.
+        assert reach.snapshot(graph) == taken, "a refused call changed its input"
         # Or an object's own .to moves none of its tensors, none of them there yet
         # (place/_moved_none.py), as the oracle finds by calling it on a copy itself.
         allowed = cyclic or ("moved none" in str(exc) and _moves_none(graph, target))
         assert allowed, f"refused a graph without a cycle: {exc}"
         assert "batch" in str(exc)  # the message names where
-        assert reach.snapshot(graph) == taken, "a refused call changed its input"
         return
     dtype = options.get("dtype")
 
