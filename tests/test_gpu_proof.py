@@ -131,6 +131,7 @@ def test_no_child_pytest_inherits_an_xdist_workers_identity() -> None:
     assert not offenders, offenders
 
 
+@pytest.mark.slow  # a child pytest run of the proof's suite
 def test_a_failure_is_written_down_when_it_happens(
     tmp_path: Path, child_pytest_env: dict[str, str]
 ) -> None:

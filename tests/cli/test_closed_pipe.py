@@ -29,8 +29,10 @@ COMMANDS = [
     ["--help"],
     ["check", "--help"],
     ["doctor", "--markdown"],
-    ["doctor", "--json"],
-    ["bench", "--quick", "--json", "link"],  # (overhead measures for a minute: same pipe)
+    # Each of these two costs the default run seconds (an environment report, a measure);
+    # the slow run (`-m slow`) holds them to the same rule.
+    pytest.param(["doctor", "--json"], marks=pytest.mark.slow),
+    pytest.param(["bench", "--quick", "--json", "link"], marks=pytest.mark.slow),
 ]
 
 

@@ -76,7 +76,14 @@ def _assert_clean_exit(done: subprocess.CompletedProcess[str], last_line: str) -
     assert done.stdout.strip().splitlines()[-1] == last_line, done.stdout[-1000:]
 
 
-@pytest.mark.parametrize("program", sorted(_PROGRAMS))
+@pytest.mark.parametrize(
+    "program",
+    # one in the default run, the other in the slow run (`-m slow`): a child each, ~3 s of CPU
+    [
+        p if i == 0 else pytest.param(p, marks=pytest.mark.slow)
+        for i, p in enumerate(sorted(_PROGRAMS))
+    ],
+)
 def test_a_backward_running_when_the_program_ends_lets_the_process_exit(program: str) -> None:
     source = (
         _PRELUDE

@@ -225,7 +225,15 @@ def _which_nn(root: Path) -> str:
     return module
 
 
-@pytest.mark.parametrize("shape", sorted(_SHADOWS))
+@pytest.mark.parametrize(
+    "shape",
+    # the script's own `pkg.nn` and the package's binding in the default run; the other
+    # spellings in the slow run (`-m slow`): a child each
+    [
+        s if s in ("import pkg", "import pkg.nn") else pytest.param(s, marks=pytest.mark.slow)
+        for s in sorted(_SHADOWS)
+    ],
+)
 def test_a_package_name_shadowed_by_its_submodule_is_the_submodule(shape: str) -> None:
     """Where the script imports ``pkg.nn`` itself, ``pkg.nn`` is the project's module (on main
     the port took it for torch's ``nn`` and moved the project's ``Linear``: ``.to(device)`` on

@@ -53,9 +53,20 @@ _IDLE = {
 }
 
 
+# Each case is a child run on `sim` (~6 s of CPU); the default run keeps one per answer, the
+# slow run (`-m slow`) every other.
+_DEFAULT_RUN = {("bandit", False), ("guarded", True)}
+_IDLE_CASES = [
+    pytest.param(
+        kind, with_model, marks=() if (kind, with_model) in _DEFAULT_RUN else pytest.mark.slow
+    )
+    for kind in sorted(_IDLE)
+    for with_model in (False, True)
+]
+
+
 @pytest.mark.needs_simulator  # runs the program on sim:0: needs torch 2.7+
-@pytest.mark.parametrize("kind", sorted(_IDLE))
-@pytest.mark.parametrize("with_model", [False, True])
+@pytest.mark.parametrize(("kind", "with_model"), _IDLE_CASES)
 def test_a_run_that_puts_nothing_on_the_accelerator_is_not_verified(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, with_model: bool
 ) -> None:
@@ -298,7 +309,12 @@ print(model(x).sum().item())
 
 @pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
 @pytest.mark.parametrize(
-    "test", ["torch.cuda.is_available()", "torch.cuda.device_count() > 0", "USE_CUDA"]
+    "test",
+    [
+        "torch.cuda.is_available()",
+        pytest.param("torch.cuda.device_count() > 0", marks=pytest.mark.slow),
+        pytest.param("USE_CUDA", marks=pytest.mark.slow),
+    ],
 )
 def test_a_program_that_runs_only_as_cuda_is_not_verified(tmp_path: Path, test: str) -> None:
     """Seen as a CUDA machine the run ends; seen as MPS or XPU it meets a device error."""
