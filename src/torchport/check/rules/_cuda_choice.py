@@ -10,7 +10,6 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
-from torchport.check.rules._rng_restores import shown_apart
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import (
     OTHER_ACCELERATORS,
@@ -149,6 +148,8 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
     query's argument, a GPU record's value; held-out samples Z-AC's F1), nor does a saved
     state's ``"cuda"`` entry a CUDA RNG state restore is given (``_rng_restores``: sample AG).
     """
+    from torchport.check.rules._rng_restores import shown_apart  # (read on first use)
+
     body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
     for part in body:
         for sub in shown_apart(part, timing, ctx):  # (TP103's fix keeps a "cuda" key CUDA's)
