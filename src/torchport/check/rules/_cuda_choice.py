@@ -17,8 +17,6 @@ from torchport.check.semantic._devices import (
     cuda_flag,
     cuda_index_arm,
     cuda_index_test,
-    prints_or_logs,
-    record_key,
 )
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 from torchport.check.semantic._receivers import enters_call_named
@@ -136,19 +134,6 @@ def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     return False
 
 
-def _shown_apart(part: ast.AST, records: bool) -> list[ast.AST]:
-    """The nodes of ``part`` but what is only printed or logged (and with ``records``, keys)."""
-    found: list[ast.AST] = []
-    stack = [part]
-    while stack:
-        node = stack.pop()
-        if prints_or_logs(node):
-            continue
-        found.append(node)
-        stack.extend(c for c in ast.iter_child_nodes(node) if not (records and record_key(node, c)))
-    return found
-
-
 def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = False) -> bool:
     """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``.
 
@@ -160,11 +145,14 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context, *, timing: bool = Fals
     What the branch only prints or logs (``print(torch.cuda.get_device_name())``,
     ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing; with ``timing``,
     neither does a ``current_device()`` whose value is only described (``_gpu_facts``: a
-    query's argument, a GPU record's value; held-out samples Z-AC's F1).
+    query's argument, a GPU record's value; held-out samples Z-AC's F1), nor does a saved
+    state's ``"cuda"`` entry a CUDA RNG state restore is given (``_rng_restores``: sample AG).
     """
+    from torchport.check.rules._rng_restores import shown_apart  # (read on first use)
+
     body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
     for part in body:
-        for sub in _shown_apart(part, timing):  # (TP103's fix keeps a `"cuda"` key CUDA's)
+        for sub in shown_apart(part, timing, ctx):  # (TP103's fix keeps a "cuda" key CUDA's)
             if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
                 return True
             if isinstance(sub, (ast.JoinedStr, ast.BinOp)) and built_cuda_string(sub):
