@@ -507,7 +507,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
         False,
         "device",
         "none",
-        ("If",),
+        (
+            "If",
+            "IfExp",
+        ),
         None,
         None,
         None,

@@ -9,6 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import called, is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
+from torchport.check.rules._partial_chains import partial_chain
 from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
 from torchport.check.semantic._devices import names_other_accelerator
 from torchport.check.semantic._residence import bound_value
@@ -25,6 +26,10 @@ class CpuFallbackWithoutCuda(Rule):
     torch.cuda.is_available() or args.cpu`), with no `else`. Left alone: a test that
     also names another accelerator (`and not torch.backends.mps.is_available()`), the
     `elif` of a chain that does, a body that does, test code and benchmark code.
+    Also a chain of `is_available()` tests of CUDA and MPS or XPU, not both, that falls back
+    to the CPU (`if torch.cuda...: ... elif torch.xpu...: ... else: device = "cpu"`, the
+    nested conditional, a helper's `return`s; `_partial_chains`): on the accelerator it
+    leaves out it runs on the CPU. A chain testing each of the three is left alone.
 
     ## Why is this bad?
     The device the program uses otherwise (a `--device` option defaulting to `"cuda"`,
@@ -52,7 +57,7 @@ class CpuFallbackWithoutCuda(Rule):
         "CPU wherever CUDA is missing, also where MPS or XPU is there or was asked for"
     )
     fix_safety = FixSafety.NONE
-    node_types = (ast.If,)
+    node_types = (ast.If, ast.IfExp)
     valid = (
         "import torch\n\nif not torch.accelerator.is_available():\n    device = 'cpu'\n",
         "import torch\n\nif not torch.cuda.is_available():\n    raise SystemExit('no GPU')\n",
@@ -63,6 +68,9 @@ class CpuFallbackWithoutCuda(Rule):
         "import torch\n\nif not torch.cuda.is_available():\n    device = 'cpu'\nelse:\n"
         "    device = 'cuda'\n",  # a two-armed choice: TP109's
         "import torch\n\nif not args.cuda:\n    device = 'cpu'\n",  # the user's flag
+        "import torch\n\nif torch.cuda.is_available():\n    device = 'cuda'\n"
+        "elif torch.backends.mps.is_available():\n    device = 'mps'\n"
+        "elif torch.xpu.is_available():\n    device = 'xpu'\nelse:\n    device = 'cpu'\n",
     )
     invalid = (
         Example("import torch\n\nif not torch.cuda.is_available():\n    args.device = 'cpu'\n"),
@@ -76,11 +84,20 @@ class CpuFallbackWithoutCuda(Rule):
             "import torch\n\nuse_cuda = torch.cuda.is_available()\n"
             "if not use_cuda or args.cpu:\n    device = 'cpu'\n"
         ),
+        Example(
+            "import torch\n\nif torch.cuda.is_available():\n    device = 'cuda'\n"
+            "elif torch.xpu.is_available():\n    device = 'xpu'\nelse:\n    device = 'cpu'\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        assert isinstance(node, ast.If)
-        if node.orelse or not _without_cuda(node.test, ctx):
+        assert isinstance(node, (ast.If, ast.IfExp))
+        chain = partial_chain(node, ctx) if ctx.mentions("is_available") else None
+        if chain is not None:
+            if not (collected_by_a_test_runner(ctx) or benchmark_code(ctx)):
+                yield _chain_finding(self, node, ctx, *chain)
+            return
+        if not isinstance(node, ast.If) or node.orelse or not _without_cuda(node.test, ctx):
             return
         if not any(_sets_the_cpu(stmt, ctx) for stmt in node.body):
             return
@@ -93,6 +110,21 @@ class CpuFallbackWithoutCuda(Rule):
             return  # a test's or benchmark's device is the suite's choice
         end = ctx.finding(self, node.body[-1])
         yield replace(ctx.finding(self, node.test), end_line=end.end_line, end_col=end.end_col)
+
+
+def _chain_finding(
+    rule: Rule, node: ast.If | ast.IfExp, ctx: Context, tested: str, left: str
+) -> Finding:
+    """The chain's head, spanning its first branch (an ``if``) or the whole expression."""
+    message = (
+        f"pick the device with `torch.accelerator`: this choice tests {tested} only, so it "
+        f"falls back to the CPU where {left} (or another accelerator) is there"
+    )
+    if isinstance(node, ast.IfExp):
+        return ctx.finding(rule, node, message=message)
+    end = ctx.finding(rule, node.body[-1])
+    found = ctx.finding(rule, node.test, message=message)
+    return replace(found, end_line=end.end_line, end_col=end.end_col)
 
 
 def _without_cuda(test: ast.expr, ctx: Context) -> bool:

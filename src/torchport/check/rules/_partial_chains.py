@@ -1,0 +1,96 @@
+"""TP120's chains: a device picked by availability tests of some accelerators, else the CPU.
+
+``if torch.cuda.is_available(): ... elif torch.xpu.is_available(): ... else: device = "cpu"``
+(argonne-lcf's ``pytorch_xpu.py``, held-out set b31ah) and ``"cuda" if torch.cuda.is_available()
+else "mps" if torch.backends.mps.is_available() else "cpu"`` test CUDA and one more accelerator:
+on an accelerator they leave out the program runs on the CPU, as TP109's CUDA-or-CPU idiom does on
+both. A chain testing CUDA, MPS and XPU each is what TP120 advises and is left alone; so is a
+chain testing CUDA alone (TP109's), one not testing CUDA (``"mps" if torch.backends.mps...
+else "cpu"``, often under ``if not torch.cuda.is_available():``, where leaving CUDA out is
+right), one whose tests ask anything else (a flag, an option, ``torch.accelerator``), and one
+with no ``else`` (what the device was before is the program's).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check._match import is_cpu_target
+from torchport.check.semantic._residence import bound_value
+
+__all__ = ["partial_chain"]
+
+# torch's availability tests, by the accelerator each asks about
+_TESTS = {
+    "torch.cuda.is_available": "CUDA",
+    "torch.backends.mps.is_available": "MPS",
+    "torch.mps.is_available": "MPS",
+    "torch.xpu.is_available": "XPU",
+}
+_EACH = ("CUDA", "MPS", "XPU")
+
+
+def partial_chain(node: ast.If | ast.IfExp, ctx: Context) -> tuple[str, str] | None:
+    """(the accelerators tested, those left out) where ``node`` heads such a chain."""
+    parent = ctx.parent
+    if isinstance(node, ast.If) and isinstance(parent, ast.If) and parent.orelse == [node]:
+        return None  # an `elif`: its chain is judged at its head
+    if isinstance(node, ast.IfExp) and isinstance(parent, ast.IfExp) and parent.orelse is node:
+        return None
+    tested: list[str] = []
+    link: ast.If | ast.IfExp = node
+    while True:
+        which = _accelerator(link.test, ctx)
+        if which is None:
+            return None  # a flag, an option, `torch.accelerator`: the program's own test
+        tested.append(which)
+        if isinstance(link, ast.IfExp):
+            if isinstance(link.orelse, ast.IfExp):
+                link = link.orelse
+                continue
+            if not is_cpu_target(link.orelse, ctx):
+                return None
+            break
+        rest = link.orelse
+        if len(rest) == 1 and isinstance(rest[0], ast.If):
+            link = rest[0]
+            continue
+        if not any(_sets_the_cpu(s, ctx) for s in rest):
+            return None  # no `else`, or one that is not the CPU
+        break
+    left = [a for a in _EACH if a not in tested]
+    if not left or set(tested) == {"CUDA"} or "CUDA" not in tested:
+        return None  # each tested (TP120's advice), CUDA alone (TP109's), or CUDA not at all
+    return " and ".join(dict.fromkeys(tested)), " or ".join(left)
+
+
+def _accelerator(test: ast.expr, ctx: Context, hops: int = 2) -> str | None:
+    """The accelerator ``test`` asks about: its availability call, alone or ``and``-ed with
+    a guard (``hasattr(torch, "xpu") and torch.xpu.is_available()``), or a name bound to it."""
+    if isinstance(test, ast.Call):
+        return _TESTS.get(ctx.qualname(test.func) or "")
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        found = {a for a in (_accelerator(v, ctx, hops) for v in test.values) if a}
+        guards = [v for v in test.values if _accelerator(v, ctx, hops) is None]
+        if len(found) == 1 and all(_a_guard(g) for g in guards):
+            return found.pop()
+        return None
+    if isinstance(test, ast.Name) and hops > 0:
+        bound = bound_value(test, ctx)
+        return None if bound is None else _accelerator(bound, ctx, hops - 1)
+    return None
+
+
+def _a_guard(expr: ast.expr) -> bool:
+    """``hasattr(torch, "xpu")``, ``hasattr(torch.backends, "mps")``: asks only that it exists."""
+    return (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "hasattr"
+    )
+
+
+def _sets_the_cpu(stmt: ast.stmt, ctx: Context) -> bool:
+    """``x = "cpu"``, ``self.device = torch.device("cpu")``, ``return "cpu"``."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)):
+        return stmt.value is not None and is_cpu_target(stmt.value, ctx)
+    return False
