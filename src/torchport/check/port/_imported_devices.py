@@ -27,7 +27,10 @@ from torchport.check._listing import note
 from torchport.check._syntax import parsed_module
 from torchport.check.port._script_path import imported_name
 
-__all__ = ["device_kind", "imported_value"]
+__all__ = ["CHOICE", "WRITTEN", "device_kind", "imported_value"]
+
+CHOICE = "choice"  # device_kind's: a CUDA-or-CPU choice
+WRITTEN = "written"  # device_kind's: a device other than the CPU, written out
 
 # `torch.cuda.is_available()` and the other availability tests a CUDA-or-CPU choice asks.
 _TESTS = frozenset(
@@ -58,7 +61,7 @@ def imported_value(expr: ast.expr, ctx: Context) -> tuple[bool, ast.expr | None]
 
 
 def _value_in(path: Path, name: str) -> ast.expr | None:
-    """The one top-level ``name = value`` of the module at ``path`` (None: see the module)."""
+    """The module's single top-level ``name = value`` at ``path`` (None: see the module)."""
     note(path)  # what the check cache's answer rests on (check/_listing.py)
     try:
         source = path.read_text(encoding="utf-8", errors="surrogateescape")
@@ -96,17 +99,18 @@ def _stores_attribute(tree: ast.AST, name: str) -> bool:
 
 
 def device_kind(value: ast.expr) -> str | None:
-    """``"cpu"`` (``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``), ``"choice"`` (a
-    CUDA-or-CPU choice: ``"cuda" if torch.cuda.is_available() else "cpu"``, also under
-    ``torch.device(...)``), ``"accelerator"`` (another device written out), or None (no
-    device value by its syntax)."""
+    """:data:`~torchport._device_types.CPU` (``"cpu"``, ``"cpu:0"``,
+    ``torch.device("cpu")``), :data:`CHOICE` (a CUDA-or-CPU choice: ``"cuda" if
+    torch.cuda.is_available() else "cpu"``, also under ``torch.device(...)``),
+    :data:`WRITTEN` (another device written out), or None (no device value by its
+    syntax)."""
     if isinstance(value, ast.Constant):
         if not isinstance(value.value, str):
             return None
         kind = value.value.partition(":")[0]
         if kind not in DEVICE_TYPES:
             return None
-        return "cpu" if kind == CPU else "accelerator"
+        return CPU if kind == CPU else WRITTEN
     if (
         isinstance(value, ast.Call)
         and ast.unparse(value.func) == "torch.device"
@@ -116,5 +120,5 @@ def device_kind(value: ast.expr) -> str | None:
         return device_kind(value.args[0])
     if isinstance(value, ast.IfExp) and ast.unparse(value.test) in _TESTS:
         kinds = {device_kind(value.body), device_kind(value.orelse)}
-        return "choice" if kinds == {"accelerator", "cpu"} else None
+        return CHOICE if kinds == {WRITTEN, CPU} else None
     return None

@@ -22,9 +22,14 @@ from __future__ import annotations
 
 import ast
 
-from torchport._device_types import DEVICE_TYPES
+from torchport._device_types import CPU, DEVICE_TYPES
 from torchport.check._context import Context
-from torchport.check.port._imported_devices import device_kind, imported_value
+from torchport.check.port._imported_devices import (
+    CHOICE,
+    WRITTEN,
+    device_kind,
+    imported_value,
+)
 from torchport.check.semantic import BindingKind
 from torchport.check.semantic._placement import DEVICE_NAMES, means_accelerator
 
@@ -96,13 +101,13 @@ def _imported(
     a CUDA-or-CPU choice, the port's moves use it as they use the file's own constant; an
     accelerator written out, or another value named as a device, is reported."""
     kind = device_kind(value)
-    if kind in ("cpu", "choice"):
+    if kind in (CPU, CHOICE):
         if isinstance(target, ast.Name):
             return not facts.device_name.adopt(target.id)
         if not _one_text(target, ctx):
             return True
         return not facts.device_name.adopt_read(target, call, anywhere=True)
-    return kind == "accelerator" or _named_device(target)  # (not `DTYPE = torch.float16`)
+    return kind == WRITTEN or _named_device(target)  # (not `DTYPE = torch.float16`)
 
 
 def _entry_got(target: ast.expr) -> bool:
