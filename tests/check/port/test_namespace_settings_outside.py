@@ -52,6 +52,37 @@ _FUNCTIONS = {
         "def finish(c):\n    c.ws = torch.ones(8, 1)\n",
         False,
     ),
+    # handed on to functions of the same module: followed (p31ah)
+    "handed on, plain": (
+        "def configure(cfg):\n    finish(cfg)\n\n\ndef finish(c):\n    n = 3\n    c.ws = {v}\n",
+        True,
+    ),
+    "handed on by keyword, read": (
+        "def configure(cfg):\n    n = 3\n    cfg.ws = {v}\n    show(1, c=cfg)\n\n\n"
+        "def show(k, c=None):\n    print(k, c.ws, c.quiet)\n",
+        True,
+    ),
+    "handed on twice": (
+        "def configure(cfg):\n    middle(cfg)\n\n\ndef middle(m):\n    last(m)\n    return m\n"
+        "\n\ndef last(c):\n    n = 3\n    c.ws = {v}\n",
+        True,
+    ),
+    "handed on, recursive": (
+        "def configure(cfg, depth=0):\n    n = 3\n    cfg.ws = {v}\n"
+        "    if depth < 0:\n        configure(cfg, depth + 1)\n",
+        True,
+    ),
+    # near misses: a decorated callee, an alias in the callee (not followed)
+    "handed on, decorated": (
+        "def keep(f):\n    return f\n\n\ndef configure(cfg):\n    finish(cfg)\n\n\n"
+        "@keep\ndef finish(c):\n    n = 3\n    c.ws = {v}\n",
+        False,
+    ),
+    "handed on, alias there": (
+        "def configure(cfg):\n    finish(cfg)\n\n\ndef finish(c):\n    n = 3\n"
+        "    cfg = c\n    cfg.ws = {v}\n",
+        False,
+    ),
     "alias": ("def configure(cfg):\n    n = 3\n    other = cfg\n    other.ws = {v}\n", False),
     "setattr": ('def configure(cfg):\n    n = 3\n    setattr(cfg, "ws", {v})\n', False),
     "rebinds": (
@@ -69,21 +100,35 @@ _IMPORTS = {
 def programs(draw: st.DrawFn) -> tuple[str, str, bool | None]:
     """(the program, the other module, whether ``args.ws`` must be reported: True, never:
     False, either: None) with ``{m}`` for the other module's name."""
-    key = draw(st.sampled_from(sorted(_VALUES)))
+    return program_case(
+        draw(st.sampled_from(sorted(_VALUES))),
+        draw(st.sampled_from(sorted(_FUNCTIONS))),
+        draw(st.sampled_from(sorted(_IMPORTS))),
+        inside=draw(st.booleans()),
+        keyword=draw(st.booleans()),
+        declared=draw(st.booleans()),
+    )
+
+
+def program_case(
+    key: str, form: str, style: str, *, inside: bool, keyword: bool, declared: bool
+) -> tuple[str, str, bool | None]:
+    """:func:`programs`' draw: the value ``key`` stored by ``form`` of :data:`_FUNCTIONS`,
+    imported by ``style``; ``declared``: ``--ws`` is an argparse float too (p31ah)."""
     value, number = _VALUES[key]
     value = value.replace("args.", "cfg.")
-    function, read = _FUNCTIONS[draw(st.sampled_from(sorted(_FUNCTIONS)))]
+    function, read = _FUNCTIONS[form]
     module = "import os\nimport sys\n\nimport torch\n\n\n" + function.format(v=value)
-    imported, called = _IMPORTS[draw(st.sampled_from(sorted(_IMPORTS)))]
-    inside = draw(st.booleans())
-    keyword = draw(st.booleans())
+    imported, called = _IMPORTS[style]
     call = f"{called}(cfg=args)" if keyword else f"{called}(args)"
     program = (
         "import argparse\n\nimport torch\nimport torch.nn as nn\n"
         + ("" if inside else imported)
         + "\nparser = argparse.ArgumentParser()\n"
         'parser.add_argument("--lr", type=float, default=0.1)\n'
-        'parser.add_argument("--quiet", action="store_true")\n\n\n'
+        'parser.add_argument("--quiet", action="store_true")\n'
+        + ('parser.add_argument("--ws", type=float, default=1.0)\n' if declared else "")
+        + "\n\n"
         "def main():\n"
         + ("    " + imported if inside else "")
         + f"    args = parser.parse_args([])\n    {call}\n"
@@ -95,6 +140,8 @@ def programs(draw: st.DrawFn) -> tuple[str, str, bool | None]:
     )
     reads_settings = "cfg." in value  # judged in the other module alone: may be reported
     reported = None if reads_settings and number and read else (not number or not read)
+    if declared and number and not read:
+        reported = None  # a number argparse declares, stored where the port cannot follow
     return program, module, reported
 
 
@@ -152,4 +199,23 @@ def test_the_port_of_a_setting_stored_outside_runs_or_is_reported(
 def test_the_port_of_a_setting_stored_outside_runs_or_is_reported_many(
     cases: list[tuple[str, str, bool | None]],
 ) -> None:
+    runs_or_is_reported(cases)
+
+
+def test_every_form_handed_on_declared_or_not() -> None:
+    """Each form of :data:`_FUNCTIONS` with a tensor and a number, ``--ws`` declared or not
+    (one child). On e403c4bf a declared ``--ws`` that the other module's function stored as a
+    tensor through a function it hands the namespace on to was argparse's float: not
+    reported, and the port stopped on ``sim`` (silent); a number stored so was reported."""
+    cases = [
+        program_case(key, form, "name", inside=False, keyword=False, declared=declared)
+        for key in ("tensor", "one", "local")
+        for form in _FUNCTIONS
+        for declared in (False, True)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        outcomes = _ported(cases, Path(tmp))
+    for (_, _, reported), (source, outcome) in zip(cases, outcomes, strict=True):
+        named = any("args.ws" in f.message for f in outcome.remaining)
+        assert named if reported else (reported is None or not named), source
     runs_or_is_reported(cases)

@@ -144,6 +144,13 @@ def device_target(expr: ast.expr) -> bool:
         return any(device_target(a) for a in expr.args if not _int(a)) or any(
             device_target(k.value) for k in expr.keywords if not _int(k.value)
         )
+    if isinstance(expr, ast.Subscript):  # `cfg["device"]`: a config's device entry
+        key = expr.slice
+        return (
+            isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and bool(_DEVICE_TEXT.search(key.value))
+        )
     text = ast.unparse(expr) if isinstance(expr, (ast.Attribute, ast.Name)) else ""
     return bool(_DEVICE_TEXT.search(text))
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note
 from torchport.check._syntax import parsed_module
-from torchport.check.port._namespace_callees import handed_stores
+from torchport.check.port._namespace_callees import handed_stores, unread_stores
 from torchport.check.port._namespace_stores import (
     freely_set,
     handed_out,
@@ -282,6 +282,8 @@ class CommandLine:
                     told.add(id(call))
                     for attr, plain in found.items():
                         stored[attr] = stored.get(attr, True) and plain
+                elif given:  # not told: what its module stores anywhere is no scalar
+                    stored.update(dict.fromkeys(unread_stores(self._ctx, call), False))
             self._stores_outside = (stored, frozenset(told))
         return self._stores_outside
 

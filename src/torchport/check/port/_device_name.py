@@ -53,6 +53,7 @@ class DeviceName:
         self._adopted: str | None = None  # the program's constant its model is moved to
         # The program's device attribute its model is moved to (`cfg.device`), and that move.
         self._read: tuple[ast.Attribute, ast.Call] | None = None
+        self._anywhere = False  # that read is another module's constant (`config.DEVICE`)
         # The program's own device choices it places with, beside a new name of the port's.
         self._placing: list[Binding] = []
         self._reached: dict[int, set[int]] = {}  # id(function) -> ids of functions it reaches
@@ -157,18 +158,21 @@ class DeviceName:
             self._name, self._chosen = self._choose(), True
         return self._fresh or self._read is not None or self._adopted is not None
 
-    def adopt_read(self, read: ast.Attribute, move: ast.Call) -> bool:
+    def adopt_read(self, read: ast.Attribute, move: ast.Call, *, anywhere: bool = False) -> bool:
         """Make ``read`` (``cfg.device``, ``self.device``: a device attribute the program
         moves its model to, at ``move``) what the port's moves write where it is the same
         value (:meth:`_same_read`), where the program has no other device choice. Elsewhere
-        the findings stay, naming it. False: not sure (the caller reports every move)."""
+        the findings stay, naming it. False: not sure (the caller reports every move).
+        ``anywhere``: ``read`` is a constant another module of the project binds once
+        (``config.DEVICE``, ``_imported_devices``), the same value wherever its module's
+        import is bound."""
         if not self._chosen:
             self._name, self._chosen = self._choose(), True
         if self._read is not None:
             return ast.unparse(self._read[0]) == ast.unparse(read)
         if not self._fresh or self._placing or self._program_choices(self._ours()):
             return False
-        self._read = (read, move)
+        self._read, self._anywhere = (read, move), anywhere
         return True
 
     def _same_read(self, node: ast.AST) -> bool:
@@ -180,6 +184,10 @@ class DeviceName:
         read, move = self._read
         base, attr = read.value.id, read.attr  # type: ignore[attr-defined]
         scopes = self.ctx.scopes
+        if self._anywhere:
+            return scopes.resolve(base, node) is scopes.module and scopes.definitely_bound(
+                base, node
+            )
         home, here = scopes.scope_of(move), scopes.scope_of(node)
         if base == "self":
             cls = scopes.parent(home.node)

@@ -22,8 +22,14 @@ from __future__ import annotations
 
 import ast
 
-from torchport._device_types import DEVICE_TYPES
+from torchport._device_types import CPU, DEVICE_TYPES
 from torchport.check._context import Context
+from torchport.check.port._imported_devices import (
+    CHOICE,
+    WRITTEN,
+    device_kind,
+    imported_value,
+)
 from torchport.check.semantic import BindingKind
 from torchport.check.semantic._placement import DEVICE_NAMES, means_accelerator
 
@@ -46,7 +52,19 @@ def to_program_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool:
     target = targets[0]
     if not facts.device_name.would_add():
         return False  # the file has a device of its own the port uses: its readers decide
+    if isinstance(target, ast.Subscript) or _entry_got(target):
+        return True  # `CONFIG["device"]`, `cfg.get("device")`: not read here (module docstring)
+    project, value = imported_value(target, ctx)
+    if project and value is not None and isinstance(target, ast.Name | ast.Attribute):
+        return _imported(target, value, call, facts, ctx)
     if isinstance(target, ast.Attribute):
+        if not isinstance(target.value, ast.Name):
+            # `Config().device`, `self.cfg.device`: a device setting the port cannot read;
+            # not `next(model.parameters()).device` (beside another model's weights)
+            text = ast.unparse(target.value)
+            return "dev" in target.attr.lower() and not (
+                "parameters()" in text or "buffers()" in text or text.startswith("next(")
+            )
         if _handed_in(target, ctx):
             return False  # `self.device = device or "cpu"`: the class keeps what it is given
         if not (isinstance(target.value, ast.Name) and "dev" in target.attr.lower()):
@@ -69,6 +87,44 @@ def to_program_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool:
     ):
         return not facts.device_name.adopt(name)
     return "dev" in name.lower()
+
+
+def _imported(
+    target: ast.Name | ast.Attribute,
+    value: ast.expr,
+    call: ast.Call,
+    facts: PortFacts,
+    ctx: Context,
+) -> bool:
+    """:func:`to_program_device` for a name another module of the project binds once
+    (``DEVICE`` after ``from config import DEVICE``, ``config.DEVICE``): bound to the CPU or
+    a CUDA-or-CPU choice, the port's moves use it as they use the file's own constant; an
+    accelerator written out, or another value named as a device, is reported."""
+    kind = device_kind(value)
+    if kind in (CPU, CHOICE):
+        if isinstance(target, ast.Name):
+            return not facts.device_name.adopt(target.id)
+        if not _one_text(target, ctx):
+            return True
+        return not facts.device_name.adopt_read(target, call, anywhere=True)
+    return kind == WRITTEN or _named_device(target)  # (not `DTYPE = torch.float16`)
+
+
+def _entry_got(target: ast.expr) -> bool:
+    """``cfg.get("device")``, ``cfg.get("device", "cpu")``: a config's device entry."""
+    return (
+        isinstance(target, ast.Call)
+        and isinstance(target.func, ast.Attribute)
+        and target.func.attr == "get"
+        and bool(target.args)
+        and isinstance(target.args[0], ast.Constant)
+        and isinstance(target.args[0].value, str)
+        and "dev" in target.args[0].value.lower()
+    )
+
+
+def _named_device(target: ast.Name | ast.Attribute) -> bool:
+    return "dev" in (target.id if isinstance(target, ast.Name) else target.attr).lower()
 
 
 def _handed_in(target: ast.Attribute, ctx: Context) -> bool:
@@ -111,6 +167,22 @@ def _one_attribute(target: ast.Attribute, call: ast.Call, ctx: Context) -> bool:
                 continue
             owner = _owner(scopes.scope_of(read).node, target.value.id == "self", ctx)  # type: ignore[attr-defined]
             if ast.unparse(read) != text or owner is not home:
+                return False
+    return True
+
+
+def _one_text(target: ast.Attribute, ctx: Context) -> bool:
+    """Whether every device-like attribute the file moves or makes anything on is
+    ``target``'s text (``config.DEVICE`` everywhere), in any function."""
+    text = ast.unparse(target)
+    for node in ctx.scopes.nodes_of(ast.Call):
+        assert isinstance(node, ast.Call)
+        moved = (
+            node.args[:1] if isinstance(node.func, ast.Attribute) and node.func.attr == "to" else []
+        )
+        for read in [*moved, *(k.value for k in node.keywords if k.arg == "device")]:
+            device_like = isinstance(read, ast.Attribute) and "dev" in read.attr.lower()
+            if device_like and ast.unparse(read) != text:
                 return False
     return True
 

@@ -28,6 +28,7 @@ from torchport.check.semantic import BindingKind
 
 __all__ = [
     "find_on_script_path",
+    "imported_name",
     "module_function_called",
     "script_folders",
     "script_lookups",
@@ -88,6 +89,36 @@ def module_function_called(call: ast.Call, ctx: Context) -> tuple[str, Path | No
     else:
         return None
     return None if name is None or where is None else (name, where)
+
+
+def imported_name(ctx: Context, expr: ast.expr) -> tuple[str, Path] | None:
+    """(the name, the project file binding it) that ``expr`` reads through an import, at the
+    top or in a function: ``f`` after ``from mod import f`` (not ``*``), ``mod.f`` after
+    ``import mod`` (also ``import pkg.mod as mod``); None for anything else or a module of no
+    project file. A package's ``__init__.py`` is returned as it is (its names may be
+    submodules: the caller decides)."""
+    if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
+        return None
+    name, holder = (expr.id, expr) if isinstance(expr, ast.Name) else ("", None)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        name, holder = expr.attr, expr.value
+    if holder is None:
+        return None
+    binding = ctx.scopes.binding_at(holder)
+    if binding is None or binding.kind is not BindingKind.IMPORT:
+        return None
+    node, find = binding.node, Lookups()
+    if isinstance(node, ast.ImportFrom) and holder is expr:
+        alias = next((a for a in node.names if (a.asname or a.name) == holder.id), None)
+        if alias is None or alias.name == "*":
+            return None
+        name = alias.name
+        path = find_on_script_path(ctx, Path(ctx.path), find, node.module, node.level)
+    elif isinstance(node, ast.Import) and holder is not expr and binding.qualified:
+        path = find_on_script_path(ctx, Path(ctx.path), find, binding.qualified, 0)
+    else:
+        return None
+    return None if path is None else (name, path)
 
 
 def script_lookups(ctx: Context) -> Lookups:
