@@ -26,12 +26,13 @@ NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml
 # (reports and the cache), hashing and temp files (cache, writes), diffs, the notebook
 # reader, the signal and thread set-up of worker processes; dataclasses and inspect
 # (the public types are records: check/_records.py); typing (~5 ms: the modules on this
-# path import it only under `if TYPE_CHECKING:`, a module's own `TYPE_CHECKING = False`).
+# path import it only under `if TYPE_CHECKING:`, a module's own `TYPE_CHECKING = False`);
+# the fixer (~1.6 M instructions: a check runs no fix).
 NOT_FOR_A_PLAIN_CHECK = (
     "argparse", "dataclasses", "inspect", "typing", "tomllib", "configparser", "json", "hashlib",
     "tempfile", "shutil", "difflib", "secrets", "signal", "threading",
     "torchport.check.files._notebook", "torchport.check.files._write",
-    "torchport.check.files._cache",
+    "torchport.check.files._cache", "torchport.check._fix",
 )  # fmt: skip
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
-from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._listing import listed_once, recorded
 from torchport.check._noqa import unknown_codes
 from torchport.check._patterns import lazy_pattern
@@ -43,6 +42,7 @@ from torchport.check.files._reading import (
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from torchport.check._fix import FixOutcome
     from torchport.check.files._notebook import Notebook
 
 __all__ = [
@@ -117,9 +117,8 @@ class Chunk:
     unsafe: bool = False
     diff: bool = False
     fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
-    scoped: tuple[
-        str, ...
-    ] = ()  # codes run only in their default contexts (check/_default_scope.py)
+    # codes run only in their default contexts (check/_default_scope.py)
+    scoped: tuple[str, ...] = ()
     # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
     stdin: str | bytes | None = None
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
@@ -421,7 +420,7 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
         if chunk.diff or chunk.stdin is not None:
             # A BOM is part of the file's first line: a patch without it does not apply.
             bom = "\ufeff" if doc.encoding == "utf-8-sig" else ""
-            diff = FixOutcome(bom + new, outcome.fixed, []).diff(bom + old, path)
+            diff = replace(outcome, source=bom + new).diff(bom + old, path)  # diff reads source
             encoding = "utf-8" if doc.encoding == "utf-8-sig" else doc.encoding  # BOM: in text
             report.fix = FileFix(
                 path, fixed, diff if chunk.diff else "", False, text=bom + new, encoding=encoding
@@ -462,6 +461,7 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
 
 
 def _fix_files(chunk: Chunk) -> list[Report]:
+    from torchport.check._fix import fix_text  # (a check never loads the fixer: start-up)
     from torchport.check.files._write import remove_stale_temps
 
     reports: list[Report] = []
