@@ -110,6 +110,7 @@ class TensorNotOnDevice(Rule):
         facts = port_facts(ctx)
         from torchport.check.port import _guesses as guesses  # on first use
         from torchport.check.port._placed import only_guessed, to_place
+        from torchport.check.port._side_computations import side_report
 
         scope = facts.scope_of.get(id(node), facts.module)
         if any(s.seed_tensors for s in facts.scopes):  # on the device, met by host data?
@@ -120,7 +121,9 @@ class TensorNotOnDevice(Rule):
                 at, message = guesses.meeting_fix(ctx, crossings)
                 yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
         chosen = to_place(node, facts, helpers=True)
-        if chosen is None:
+        if chosen is None:  # a side computation left on the CPU is said (`_side_computations`)
+            if (said := side_report(node, facts)) is not None:
+                yield ctx.finding(self, node, message=said)
             return
         found = facts.device_at(node)
         meetings, every = guesses.meeting_moves(facts.flow, node, scope, _bound(node, facts))

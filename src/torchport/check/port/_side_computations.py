@@ -1,0 +1,330 @@
+"""Side computations: tensors a program makes and computes with that meet no model.
+
+``x = torch.tensor([2.0, 1.0, 1.0]); print(torch.softmax(x, dim=0))`` beside a model or a
+loss meets neither, so the device flow (:mod:`~torchport.check.port._device_flow`) never
+reaches it: the port moved what meets the loss, said "0 left", and the softmax stayed on
+the CPU, named nowhere.
+
+**The invariant.** In a program the port gives a device (it has a model, a loss or a raw
+weight, and the port's one ``device`` can be written), a tensor the program makes with a
+torch factory (no ``device=``) or with one of its own functions returning one, in code the
+port reaches, and then computes with in torch ops (a torch function, a tensor method, an
+operator) is placed on the device by TP503 or named by a TP503 finding ("meets no
+model ... possibly deliberate"), never neither. What follows the tensor, through names
+(the bindings that may reach each read) and the expressions computed from it, decides:
+
+* **kept on the host, silently**: it feeds host data (``.numpy()``, ``.tolist()``,
+  ``.item()``, ``float()``, a Python ``if``, numpy, matplotlib, a host library), indexes
+  something (``names[i]``), is ``.cpu()`` or moved by the program itself, goes to the data
+  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths) or a
+  module's constructor (the module's move carries it). A module's own methods and
+  ``__init__``, a ``Dataset``'s, a collate function are not reached at all;
+* **placed**: every value computed from it stays within the scope and ends in torch ops,
+  ``print``/formatting, a comparison read as a Python bool by ``assert``, or a discarded
+  expression; every other operand is a number or a tensor placed with it. Moving it there
+  is sound (nothing it meets stays on the host) and keeps its values (TP503's fix: random
+  factories and helpers are moved after creation);
+* **reported**: anything else (appended to a list, handed to a function, stored on an
+  object, returned from the scope, read in another function, combined with a value the
+  port cannot place): the port cannot show that a device value is welcome there.
+
+Syntax only; no torch (the checker does not import it).
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+from torchport.check._match import keyword
+from torchport.check.port._calls import (
+    CREATORS,
+    HOST_READS,
+    TYPED_CONSTRUCTORS,
+    cpu_arguments,
+    host_result,
+    is_move,
+)
+from torchport.check.port._reaching import Reaching
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._device_flow import PortScope
+    from torchport.check.port._facts import PortFacts
+
+__all__ = ["PLACE", "REPORT", "side_computations", "side_report"]
+
+PLACE, REPORT, _HOST = "place", "report", "host"
+_PRINTS = frozenset({"print", "str", "repr", "format", "len", "isinstance", "type", "id"})
+_TO_HOST = frozenset({"float", "int", "bool", "complex", "list", "tuple", "iter", "next"})
+# Methods that read host data out of a tensor, or move it: what follows is the program's.
+_HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "__array__", "pin_memory"})
+_NOT_COMPUTE = frozenset(
+    {"float", "half", "bfloat16", "double", "long", "int", "short", "bool", "byte", "char",
+     "clone", "detach", "contiguous", "requires_grad_", "to", "type"}
+)  # fmt: skip
+_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+_SHAPE_METHODS = frozenset(
+    {"view", "reshape", "expand", "repeat", "permute", "transpose", "unsqueeze", "squeeze",
+     "flatten", "unflatten", "movedim", "narrow", "chunk", "split", "select", "roll", "sum",
+     "mean", "std", "var", "max", "min", "argmax", "argmin", "softmax", "log_softmax",
+     "cumsum", "norm", "topk", "sort", "argsort", "prod", "any", "all", "pow"}
+)  # fmt: skip
+_BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
+_ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_CACHE: weakref.WeakKeyDictionary[PortFacts, dict[int, tuple[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def side_report(node: ast.Call, facts: PortFacts) -> str | None:
+    """TP503's message for ``node`` where it is a side computation the port reports."""
+    verdict, why = side_computations(facts).get(id(node), ("", ""))
+    if verdict != REPORT:
+        return None
+    return (
+        f"this tensor meets no model and stays on the CPU ({why}): possibly deliberate; "
+        "make it with `device=device` if it belongs with the model's work"
+    )
+
+
+def side_computations(facts: PortFacts) -> dict[int, tuple[str, str]]:
+    """id(creator call) -> (PLACE or REPORT, why) for the file's side computations."""
+    found = _CACHE.get(facts)
+    if found is None:
+        found = _CACHE[facts] = _find(facts)
+    return found
+
+
+def _find(facts: PortFacts) -> dict[int, tuple[str, str]]:
+    if not facts.scopes or not (
+        facts.has_models or any(s.sink_nodes or s.reach_values for s in facts.scopes)
+    ):
+        return {}
+    walk = _Closure(facts)
+    groups: list[tuple[list[ast.Call], str, str]] = []
+    for call in facts.ctx.scopes.nodes_of(ast.Call):
+        assert isinstance(call, ast.Call)
+        scope = facts.scope_of.get(id(call))
+        if scope is None or id(call) in walk.seen or not walk.candidate(call, scope):
+            continue
+        if facts.device_at(call) is None:
+            continue
+        groups.append(walk.group(call, scope))
+    out: dict[int, tuple[str, str]] = {}
+    for members, verdict, why in groups:
+        if verdict in (PLACE, REPORT):
+            out.update((id(m), (verdict, why)) for m in members)
+    return out
+
+
+class _Closure:
+    """The values computed from a group of creators in one scope, and what they meet."""
+
+    def __init__(self, facts: PortFacts) -> None:
+        self.facts = facts
+        self.ctx = facts.ctx
+        self.parents = facts.parents
+        self.reaching = Reaching(facts.ctx.scopes)
+        self.seen: set[int] = set()  # creators already in a group
+
+    def candidate(self, call: ast.Call, scope: PortScope) -> bool:
+        if scope.internal or _collate(scope):
+            return False
+        key = id(call)
+        if key in scope.sink_nodes or key in scope.reach_values or key in scope.guess_nodes:
+            return False
+        if any(k.arg is None for k in call.keywords):
+            return False
+        name = self.ctx.qualname(call.func)
+        creates = (name in CREATORS or name in TYPED_CONSTRUCTORS) and keyword(
+            call, "device"
+        ) is None
+        return creates or self.facts.cpu_tensor_call(call)
+
+    def group(self, first: ast.Call, scope: PortScope) -> tuple[list[ast.Call], str, str]:
+        """Follow ``first`` and every creator it meets: (the creators, verdict, why)."""
+        members, work, done = [first], [first], set[int]()
+        operands: list[ast.expr] = []
+        self.seen.add(id(first))
+        compute, host, why = False, False, ""
+        while work:
+            expr = work.pop()
+            if id(expr) in done:
+                continue
+            done.add(id(expr))
+            kind, more, others = self._use(expr, scope)
+            operands.extend(others)
+            work.extend(more)
+            if kind == "compute":
+                compute = True
+            elif kind == _HOST:
+                host = True
+            elif kind.startswith("escape") and not why:
+                why = kind.removeprefix("escape: ")
+            for other in self._creators(others):  # a creator met here joins the group
+                if id(other) not in self.seen and self.candidate(other, scope):
+                    members.append(other)
+                    self.seen.add(id(other))
+                    work.append(other)
+        if host or not compute:
+            return members, _HOST, ""
+        if not why:
+            why = next((w for o in operands if (w := self._foreign(o, done, scope))), "")
+        return members, (REPORT if why else PLACE), why
+
+    def _creators(self, operands: list[ast.expr]) -> list[ast.Call]:
+        """The calls among ``operands``, and those the names among them may be bound to."""
+        found: list[ast.Call] = []
+        for node in (n for operand in operands for n in ast.walk(operand)):
+            if isinstance(node, ast.Name):
+                values = [getattr(b, "value", None) for b in self.reaching.may_reach(node)]
+                found.extend(v for v in values if isinstance(v, ast.Call))
+            elif isinstance(node, ast.Call):
+                found.append(node)
+        return found
+
+    def _foreign(self, operand: ast.expr, done: set[int], scope: PortScope) -> str:
+        """Why ``operand`` (met by the group) cannot go with it to the device, or ""."""
+        if id(operand) in done or _number(operand):
+            return ""
+        if isinstance(operand, ast.Name):
+            found = self.reaching.may_reach(operand)
+            values = [getattr(b, "value", None) for b in found]
+            if found and all(v is not None and (id(v) in done or _number(v)) for v in values):
+                return ""
+        if self.facts.on_device(operand, scope):
+            return ""
+        return f"it meets `{ast.unparse(operand)[:40]}`, which the port does not place"
+
+    def _use(self, expr: ast.expr, scope: PortScope) -> tuple[str, list[ast.expr], list[ast.expr]]:
+        """How ``expr``, a tensor of the group, is used: (kind, tensors computed from it,
+        other operands met). Kinds: "compute", "pass", "end", HOST, "escape: why"."""
+        up = self.parents.get(id(expr))
+        if isinstance(up, ast.Attribute) and up.value is expr:
+            call = self.parents.get(id(up))
+            if not (isinstance(call, ast.Call) and call.func is up):
+                if up.attr in _TENSOR_ATTRS:
+                    return "pass", [up], []
+                return "end", [], []  # `.shape`, `.dtype`, `.device`
+            method = up.attr
+            if method in _HOST_METHODS or (method == "to" and is_move(call)):
+                return _HOST, [], []
+            if method in HOST_READS or method.startswith("is_"):
+                return "end", [], []
+            args = [] if method in _SHAPE_METHODS else _arguments(call)
+            kind = "pass" if method in _NOT_COMPUTE else "compute"
+            return kind, [call], args
+        if isinstance(up, ast.keyword):
+            up = self.parents.get(id(up))
+        if isinstance(up, ast.Starred):
+            return "escape: unpacked into a call", [], []
+        if isinstance(up, ast.Call) and up.func is not expr:
+            return self._argument(expr, up)
+        if isinstance(up, ast.BinOp | ast.UnaryOp):
+            others = [up.right if up.left is expr else up.left] if isinstance(up, ast.BinOp) else []
+            return "compute", [up], others
+        if isinstance(up, ast.Compare):
+            if all(isinstance(op, _ELEMENTWISE) for op in up.ops):
+                return "compute", [up], [e for e in (up.left, *up.comparators) if e is not expr]
+            return "end", [], []
+        if isinstance(up, ast.Subscript):
+            return ("pass", [up], []) if up.value is expr else (_HOST, [], [])
+        if isinstance(up, ast.Assign) and up.value is expr:
+            return self._bound(up.targets, scope)
+        if isinstance(up, ast.AugAssign) and up.value is expr:
+            return "compute", [], [up.target]
+        if isinstance(up, ast.Expr | ast.FormattedValue | ast.Assert):
+            return "end", [], []
+        if isinstance(up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension):
+            return _HOST, [], []  # a Python truth value, or rows iterated in Python
+        if isinstance(up, ast.List | ast.Tuple):
+            holder = self.parents.get(id(up))
+            if isinstance(holder, ast.Call) and self._torch(holder):
+                return self._argument(up, holder)
+            if isinstance(holder, ast.Call) and _name(holder) in _PRINTS:
+                return "end", [], []
+        if isinstance(up, ast.Return | ast.Yield):
+            return _HOST, [], []  # a helper's result: followed where it is called
+        return f"escape: {_escape(up)}", [], []
+
+    def _argument(self, expr: ast.expr, call: ast.Call) -> tuple[str, list[ast.expr], list[ast.expr]]:
+        name = self.ctx.qualname(call.func) or _name(call) or ""
+        if name in _PRINTS:
+            return "end", [], []
+        if name in _TO_HOST or any(expr is c for c in cpu_arguments(call, self.ctx)):
+            return _HOST, [], []
+        if name.startswith(("numpy.", "torch.utils.data.")) or host_result(name):
+            return _HOST, [], []
+        if name in _BOOL_TORCH:
+            return "end", [], []
+        if self._torch(call):
+            last = name.rsplit(".", 1)[-1]
+            if last[:1].isupper():  # a module's constructor: its move carries the tensor
+                return _HOST, [], []
+            return "compute", [call], [a for a in _arguments(call) if a is not expr]
+        return f"escape: handed to `{ast.unparse(call.func)[:40]}`", [], []
+
+    def _torch(self, call: ast.Call) -> bool:
+        name = self.ctx.qualname(call.func) or ""
+        return name.startswith("torch.") and name not in CREATORS and name != "torch.save"
+
+    def _bound(self, targets: list[ast.expr], scope: PortScope) -> tuple[str, list[ast.expr], list[ast.expr]]:
+        stores: list[ast.Name] = []
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
+                    return f"escape: stored in `{ast.unparse(node)[:40]}`", [], []
+                if isinstance(node, ast.Name):
+                    stores.append(node)
+        reads: list[ast.expr] = []
+        for store in stores:
+            for load in self.facts.loads_of(store.id):
+                if not any(b.node is store for b in self.reaching.may_reach(load)):
+                    continue
+                if self.facts.scope_of.get(id(load)) is not scope:
+                    return f"escape: `{store.id}` is read in another function", [], []
+                reads.append(load)
+        return "pass", reads, []
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    return [*call.args, *(k.value for k in call.keywords)]
+
+
+def _name(call: ast.Call) -> str | None:
+    return call.func.id if isinstance(call.func, ast.Name) else None
+
+
+def _number(expr: ast.expr) -> bool:
+    """A number, a string, a dtype or a size: nothing that lives on a device."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.UnaryOp):
+        return _number(expr.operand)
+    if isinstance(expr, ast.BinOp):
+        return _number(expr.left) and _number(expr.right)
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in {"shape", "ndim", "dtype"} or (
+            isinstance(expr.value, ast.Name) and expr.value.id in {"torch", "math", "np"}
+        )
+    if isinstance(expr, ast.Tuple | ast.List):
+        return all(_number(e) for e in expr.elts)
+    if isinstance(expr, ast.Subscript):
+        return _number(expr.value)
+    return isinstance(expr, ast.Call) and _name(expr) in {"len", "int", "float", "round"}
+
+
+def _escape(node: ast.AST | None) -> str:
+    if isinstance(node, ast.List | ast.Tuple | ast.Dict | ast.Set):
+        return "put in a container"
+    if isinstance(node, ast.Lambda | ast.NamedExpr):
+        return "captured"
+    return "used where the port cannot follow it"
+
+
+def _collate(scope: PortScope) -> bool:
+    node = scope.node
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
+        "collate" in node.name or node.name == "__init__"
+    )
