@@ -1,4 +1,4 @@
-"""Side computations: a tensor the program makes and computes with, meeting no model (h31af's fv-12).
+"""Side computations: a tensor made and computed with, meeting no model (h31af's fv-12).
 
 The invariant (``torchport.check.port._side_computations``): in a program the port gives a
 device, a tensor made by a torch factory (or a helper returning one) and computed with in torch
@@ -18,6 +18,7 @@ module's ``__init__``, a program with no model) keep the tensor where it is, unr
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ def _program(beside: str, maker: str, op: str, named: bool, sink: str, first: bo
     return _IMPORTS + defs + (side + model if first else model + side)
 
 
+@pytest.mark.slow  # a simulated-accelerator child per example: the slow leg draws 20
 @settings(max_examples=20, deadline=None)
 @given(
     st.sampled_from(sorted(_BESIDE)),
@@ -83,6 +85,7 @@ def test_a_side_computation_is_placed_or_said(
     placed_or_said([source], printed=True)
 
 
+@pytest.mark.slow  # 250 programs, ported twice each, in one child (about 45 s on 2 cores)
 def test_every_side_computation_is_placed_or_said() -> None:
     """The whole table in one child (the test above draws from it)."""
     sources = [
@@ -98,6 +101,24 @@ def test_every_side_computation_is_placed_or_said() -> None:
     placed_or_said(sources, printed=True)
 
 
+def test_each_maker_op_and_sink_is_placed_or_said() -> None:
+    """The default run's slice of the table, in one child: each maker with each sink, each
+    operation once, beside a loss and beside a model (the slow leg runs the whole table)."""
+    sources = [
+        _program(beside, maker, op, True, sink, False)
+        for beside in _BESIDE
+        for i, maker in enumerate(sorted(_MAKERS))
+        for sink in _SINKS
+        for op in (_OPS[i % len(_OPS)],)
+    ]
+    for source in sources:
+        outcome = port_text(source, "side.py")
+        placed = "print(y)" in source
+        said = [f for f in outcome.remaining if "meets no model" in f.message]
+        assert (not outcome.remaining) if placed else bool(said), (source, outcome.remaining)
+    placed_or_said(sources, printed=True)
+
+
 _NEAR = {  # the tensor (made at the line holding `MADE`) must stay on the CPU, unreported
     ".numpy()": "x = torch.tensor([2.0, 1.0])  # MADE\nprint(torch.softmax(x, 0).numpy())\n",
     ".tolist()": "x = torch.arange(3)  # MADE\nv = (x * 2).tolist()\nprint(v)\n",
@@ -105,7 +126,8 @@ _NEAR = {  # the tensor (made at the line holding `MADE`) must stay on the CPU, 
     "float()": "x = torch.tensor([2.0, 1.0])  # MADE\nprint(float(x.sum()))\n",
     "indexing a list": 'x = torch.arange(3)  # MADE\nnames = ["a", "b", "c"]\n'
     "print(names[(x * 2).argmax()])\n",
-    "a Python if": "x = torch.tensor([2.0, 1.0])  # MADE\nif (x * 2).sum() > 0:\n    print('yes')\n",
+    "a Python if": "x = torch.tensor([2.0, 1.0])  # MADE\n"
+    "if (x * 2).sum() > 0:\n    print('yes')\n",
     ".cpu()": "x = torch.tensor([2.0, 1.0])  # MADE\nprint(x.cpu() * 2)\n",
     "a dataset": "x = torch.arange(6).float()  # MADE\n"
     "ds = torch.utils.data.TensorDataset(x * 2)\nprint(len(ds))\n",

@@ -46,6 +46,7 @@ from torchport.check.port._calls import (
     is_move,
 )
 from torchport.check.port._reaching import Reaching
+from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ _SHAPE_METHODS = frozenset(
 )  # fmt: skip
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_Use = tuple[str, list[ast.expr], list[ast.expr]]  # kind, tensors computed, other operands
 _CACHE: weakref.WeakKeyDictionary[PortFacts, dict[int, tuple[str, str]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -129,7 +131,7 @@ class _Closure:
         self.seen: set[int] = set()  # creators already in a group
 
     def candidate(self, call: ast.Call, scope: PortScope) -> bool:
-        if scope.internal or _collate(scope):
+        if scope.internal or _collate(scope) or not _beside_a_model(scope):
             return False
         key = id(call)
         if key in scope.sink_nodes or key in scope.reach_values or key in scope.guess_nodes:
@@ -161,7 +163,8 @@ class _Closure:
             elif kind == _HOST:
                 host = True
             elif kind.startswith("escape") and not why:
-                why = kind.removeprefix("escape: ")
+                why = kind.partition(": ")[2]
+            compute = compute or kind.startswith("escape!")  # computed in place
             for other in self._creators(others):  # a creator met here joins the group
                 if id(other) not in self.seen and self.candidate(other, scope):
                     members.append(other)
@@ -197,7 +200,7 @@ class _Closure:
             return ""
         return f"it meets `{ast.unparse(operand)[:40]}`, which the port does not place"
 
-    def _use(self, expr: ast.expr, scope: PortScope) -> tuple[str, list[ast.expr], list[ast.expr]]:
+    def _use(self, expr: ast.expr, scope: PortScope) -> _Use:
         """How ``expr``, a tensor of the group, is used: (kind, tensors computed from it,
         other operands met). Kinds: "compute", "pass", "end", HOST, "escape: why"."""
         up = self.parents.get(id(expr))
@@ -229,26 +232,36 @@ class _Closure:
                 return "compute", [up], [e for e in (up.left, *up.comparators) if e is not expr]
             return "end", [], []
         if isinstance(up, ast.Subscript):
-            return ("pass", [up], []) if up.value is expr else (_HOST, [], [])
+            if up.value is not expr:
+                return _HOST, [], []  # it indexes something: `names[i]`
+            if isinstance(up.ctx, ast.Store):  # `x[0] = v`: v is written into it
+                stmt = self.parents.get(id(up))
+                value = getattr(stmt, "value", None)
+                return ("compute", [], [value]) if isinstance(value, ast.expr) else ("end", [], [])
+            return "pass", [up], []
         if isinstance(up, ast.Assign) and up.value is expr:
             return self._bound(up.targets, scope)
         if isinstance(up, ast.AugAssign) and up.value is expr:
             return "compute", [], [up.target]
         if isinstance(up, ast.Expr | ast.FormattedValue | ast.Assert):
             return "end", [], []
-        if isinstance(up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension):
+        if isinstance(
+            up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension
+        ):
             return _HOST, [], []  # a Python truth value, or rows iterated in Python
         if isinstance(up, ast.List | ast.Tuple):
             holder = self.parents.get(id(up))
-            if isinstance(holder, ast.Call) and self._torch(holder):
-                return self._argument(up, holder)
-            if isinstance(holder, ast.Call) and _name(holder) in _PRINTS:
-                return "end", [], []
+            if isinstance(holder, ast.Call) and holder.func is not up:  # `torch.cat([a, b])`
+                kind, more, others = self._argument(up, holder)
+                return kind, more, [*others, *(e for e in up.elts if e is not expr)]
         if isinstance(up, ast.Return | ast.Yield):
-            return _HOST, [], []  # a helper's result: followed where it is called
+            func = scope.node
+            if getattr(func, "name", None) in self.facts.tensor_functions:
+                return "end", [], []  # a helper's CPU tensor: followed where it is called
+            return "escape: returned", [], []
         return f"escape: {_escape(up)}", [], []
 
-    def _argument(self, expr: ast.expr, call: ast.Call) -> tuple[str, list[ast.expr], list[ast.expr]]:
+    def _argument(self, expr: ast.expr, call: ast.Call) -> _Use:
         name = self.ctx.qualname(call.func) or _name(call) or ""
         if name in _PRINTS:
             return "end", [], []
@@ -263,13 +276,30 @@ class _Closure:
             if last[:1].isupper():  # a module's constructor: its move carries the tensor
                 return _HOST, [], []
             return "compute", [call], [a for a in _arguments(call) if a is not expr]
+        if self._unresolved(call.func):
+            # a callable held in a loop variable, a parameter or a container may be a model:
+            # kept, unsaid here (TP520/TP523 name a model reached that way)
+            return _HOST, [], []
         return f"escape: handed to `{ast.unparse(call.func)[:40]}`", [], []
+
+    def _unresolved(self, func: ast.expr) -> bool:
+        """Whether ``func`` is a callable the code does not name: not a ``def``, an import, a
+        lambda, a class, nor a method of an object."""
+        if isinstance(func, ast.Attribute):
+            return False
+        if not isinstance(func, ast.Name):
+            return True  # `fs[0](x)`, `make()(x)`
+        known = (BindingKind.DEF, BindingKind.IMPORT, BindingKind.CLASS)
+        bound = self.ctx.scopes.bindings(func.id, func)
+        return not bound or not all(
+            b.kind in known or isinstance(b.value, ast.Lambda) for b in bound
+        )
 
     def _torch(self, call: ast.Call) -> bool:
         name = self.ctx.qualname(call.func) or ""
         return name.startswith("torch.") and name not in CREATORS and name != "torch.save"
 
-    def _bound(self, targets: list[ast.expr], scope: PortScope) -> tuple[str, list[ast.expr], list[ast.expr]]:
+    def _bound(self, targets: list[ast.expr], scope: PortScope) -> _Use:
         stores: list[ast.Name] = []
         for target in targets:
             for node in ast.walk(target):
@@ -278,14 +308,20 @@ class _Closure:
                 if isinstance(node, ast.Name):
                     stores.append(node)
         reads: list[ast.expr] = []
+        why = ""
         for store in stores:
+            bound = self.ctx.scopes.bindings(store.id, store)
+            if any(b.kind is BindingKind.AUGMENTED for b in bound):  # `x += v`: v meets it
+                why = why or f"!`{store.id}` is changed in place"
             for load in self.facts.loads_of(store.id):
                 if not any(b.node is store for b in self.reaching.may_reach(load)):
                     continue
                 if self.facts.scope_of.get(id(load)) is not scope:
-                    return f"escape: `{store.id}` is read in another function", [], []
+                    why = why or f"`{store.id}` is read in another function"
                 reads.append(load)
-        return "pass", reads, []
+        if why.startswith("!"):
+            return f"escape!: {why[1:]}", reads, []
+        return (f"escape: {why}" if why else "pass"), reads, []
 
 
 def _arguments(call: ast.Call) -> list[ast.expr]:
@@ -321,6 +357,11 @@ def _escape(node: ast.AST | None) -> str:
     if isinstance(node, ast.Lambda | ast.NamedExpr):
         return "captured"
     return "used where the port cannot follow it"
+
+
+def _beside_a_model(scope: PortScope) -> bool:
+    """Whether ``scope`` holds a model or values that meet one (the port places them)."""
+    return bool(scope.models or scope.sink_nodes or scope.reach_values)
 
 
 def _collate(scope: PortScope) -> bool:

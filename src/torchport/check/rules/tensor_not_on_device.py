@@ -24,7 +24,9 @@ class TensorNotOnDevice(Rule):
     `torch.tensor`, `torch.randn`, `torch.from_numpy`, the typed constructors
     `torch.LongTensor([...])`, also inside `Variable(...)`) outside any
     `nn.Module` whose values meet the model or its outputs: data held in
-    tensors, an RNN's initial hidden state, positions, masks, targets.
+    tensors, an RNN's initial hidden state, positions, masks, targets. Beside a
+    model, a tensor computed with that meets none is placed where all it meets can
+    follow, else reported as possibly deliberate.
 
     ## Why is this bad?
     Once the model runs on an accelerator, these tensors are on the wrong
