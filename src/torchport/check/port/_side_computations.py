@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from collections.abc import Callable
 
 from torchport.check._match import keyword
 from torchport.check.port._calls import (
@@ -71,6 +72,7 @@ _SHAPE_METHODS = frozenset(
      "mean", "std", "var", "max", "min", "argmax", "argmin", "softmax", "log_softmax",
      "cumsum", "norm", "topk", "sort", "argsort", "prod", "any", "all", "pow"}
 )  # fmt: skip
+_CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _Use = tuple[str, list[ast.expr], list[ast.expr]]  # kind, tensors computed, other operands
@@ -146,7 +148,8 @@ class _Closure:
 
     def group(self, first: ast.Call, scope: PortScope) -> tuple[list[ast.Call], str, str]:
         """Follow ``first`` and every creator it meets: (the creators, verdict, why)."""
-        members, work, done = [first], [first], set[int]()
+        members, done = [first], set[int]()
+        work: list[ast.expr] = [first]
         operands: list[ast.expr] = []
         self.seen.add(id(first))
         compute, host, why = False, False, ""
@@ -189,12 +192,14 @@ class _Closure:
 
     def _foreign(self, operand: ast.expr, done: set[int], scope: PortScope) -> str:
         """Why ``operand`` (met by the group) cannot go with it to the device, or ""."""
-        if id(operand) in done or _number(operand):
+        if id(operand) in done or _number(operand, self.ctx.qualname):
             return ""
         if isinstance(operand, ast.Name):
             found = self.reaching.may_reach(operand)
             values = [getattr(b, "value", None) for b in found]
-            if found and all(v is not None and (id(v) in done or _number(v)) for v in values):
+            if found and all(
+                v is not None and (id(v) in done or _number(v, self.ctx.qualname)) for v in values
+            ):
                 return ""
         if self.facts.on_device(operand, scope):
             return ""
@@ -332,22 +337,21 @@ def _name(call: ast.Call) -> str | None:
     return call.func.id if isinstance(call.func, ast.Name) else None
 
 
-def _number(expr: ast.expr) -> bool:
+def _number(expr: ast.expr, qualname: Callable[[ast.expr], str | None]) -> bool:
     """A number, a string, a dtype or a size: nothing that lives on a device."""
     if isinstance(expr, ast.Constant):
         return True
     if isinstance(expr, ast.UnaryOp):
-        return _number(expr.operand)
+        return _number(expr.operand, qualname)
     if isinstance(expr, ast.BinOp):
-        return _number(expr.left) and _number(expr.right)
-    if isinstance(expr, ast.Attribute):
-        return expr.attr in {"shape", "ndim", "dtype"} or (
-            isinstance(expr.value, ast.Name) and expr.value.id in {"torch", "math", "np"}
-        )
+        return _number(expr.left, qualname) and _number(expr.right, qualname)
+    if isinstance(expr, ast.Attribute):  # `x.shape`, `torch.float32`, `math.pi`
+        name = qualname(expr) or ""
+        return expr.attr in {"shape", "ndim", "dtype"} or name.startswith(_CONSTANTS)
     if isinstance(expr, ast.Tuple | ast.List):
-        return all(_number(e) for e in expr.elts)
+        return all(_number(e, qualname) for e in expr.elts)
     if isinstance(expr, ast.Subscript):
-        return _number(expr.value)
+        return _number(expr.value, qualname)
     return isinstance(expr, ast.Call) and _name(expr) in {"len", "int", "float", "round"}
 
 
