@@ -131,6 +131,7 @@ class _Closure:
         self.parents = facts.parents
         self.reaching = Reaching(facts.ctx.scopes)
         self.seen: set[int] = set()  # creators already in a group
+        self.stores: list[ast.Name] = []
 
     def candidate(self, call: ast.Call, scope: PortScope) -> bool:
         if scope.internal or _collate(scope) or not _beside_a_model(scope):
@@ -149,6 +150,7 @@ class _Closure:
     def group(self, first: ast.Call, scope: PortScope) -> tuple[list[ast.Call], str, str]:
         """Follow ``first`` and every creator it meets: (the creators, verdict, why)."""
         members, done = [first], set[int]()
+        self.stores: list[ast.Name] = []  # the names the group's values are bound to
         work: list[ast.expr] = [first]
         operands: list[ast.expr] = []
         self.seen.add(id(first))
@@ -177,6 +179,9 @@ class _Closure:
             return members, _HOST, ""
         if not why:
             why = next((w for o in operands if (w := self._foreign(o, done, scope))), "")
+        if not why:  # the flow reads names whatever binding a read sees (`x` of numpy, then
+            # of torch): a name bound to other values too is reported, not placed
+            why = next((w for s in self.stores if (w := self._rebound(s, done))), "")
         return members, (REPORT if why else PLACE), why
 
     def _creators(self, operands: list[ast.expr]) -> list[ast.Call]:
@@ -189,6 +194,13 @@ class _Closure:
             elif isinstance(node, ast.Call):
                 found.append(node)
         return found
+
+    def _rebound(self, store: ast.Name, done: set[int]) -> str:
+        """Why ``store``'s name, bound to a value of the group, cannot be placed, or ""."""
+        for b in self.ctx.scopes.bindings(store.id, store):
+            if b.value is None or id(b.value) not in done:
+                return f"`{store.id}` is bound to other values too"
+        return ""
 
     def _foreign(self, operand: ast.expr, done: set[int], scope: PortScope) -> str:
         """Why ``operand`` (met by the group) cannot go with it to the device, or ""."""
@@ -314,6 +326,7 @@ class _Closure:
                     stores.append(node)
         reads: list[ast.expr] = []
         why = ""
+        self.stores.extend(stores)
         for store in stores:
             bound = self.ctx.scopes.bindings(store.id, store)
             if any(b.kind is BindingKind.AUGMENTED for b in bound):  # `x += v`: v meets it
