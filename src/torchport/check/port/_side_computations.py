@@ -131,7 +131,7 @@ class _Closure:
         self.parents = facts.parents
         self.reaching = Reaching(facts.ctx.scopes)
         self.seen: set[int] = set()  # creators already in a group
-        self.stores: list[ast.Name] = []
+        self.stores: list[ast.Name] = []  # the names the current group's values are bound to
 
     def candidate(self, call: ast.Call, scope: PortScope) -> bool:
         if scope.internal or _collate(scope) or not _beside_a_model(scope):
@@ -150,7 +150,7 @@ class _Closure:
     def group(self, first: ast.Call, scope: PortScope) -> tuple[list[ast.Call], str, str]:
         """Follow ``first`` and every creator it meets: (the creators, verdict, why)."""
         members, done = [first], set[int]()
-        self.stores: list[ast.Name] = []  # the names the group's values are bound to
+        self.stores = []
         work: list[ast.expr] = [first]
         operands: list[ast.expr] = []
         self.seen.add(id(first))
