@@ -25,8 +25,12 @@ model ... possibly deliberate"), never neither. What follows the tensor, through
   is sound (nothing it meets stays on the host) and keeps its values (TP503's fix: random
   factories and helpers are moved after creation);
 * **reported**: anything else (appended to a list, handed to a function, stored on an
-  object, returned from the scope, read in another function, combined with a value the
-  port cannot place): the port cannot show that a device value is welcome there.
+  object, returned from the scope, read in another function, changed in place, combined
+  with a value the port cannot place, bound to a name that also holds other values, as
+  fv-12's ``x`` of numpy, then of torch: the flow reads a name whatever binding a read
+  sees): the port cannot show that a device value is welcome there. A callable the code
+  does not name (a loop's variable, a parameter, ``fs[0]``) may be a model: a tensor handed
+  to one is kept, unsaid here (TP520/TP523 name a model reached that way).
 
 Syntax only; no torch (the checker does not import it).
 """
