@@ -199,6 +199,17 @@ class _Closure:
                 found.append(node)
         return found
 
+    def _into_a_tensor(self, target: ast.expr) -> bool:
+        """``t[...]`` where ``t`` is a name bound only to tensors torch makes: a write copies
+        the values into ``t``, wherever ``t`` is."""
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return False
+        found = self.reaching.may_reach(target.value)
+        values = [getattr(b, "value", None) for b in found]
+        return bool(found) and all(
+            isinstance(v, ast.Call) and self.ctx.qualname(v.func) in CREATORS for v in values
+        )
+
     def _rebound(self, store: ast.Name, done: set[int]) -> str:
         """Why ``store``'s name, bound to a value of the group, cannot be placed, or ""."""
         for b in self.ctx.scopes.bindings(store.id, store):
@@ -322,6 +333,8 @@ class _Closure:
 
     def _bound(self, targets: list[ast.expr], scope: PortScope) -> _Use:
         stores: list[ast.Name] = []
+        if all(self._into_a_tensor(t) for t in targets):
+            return _HOST, [], []  # `coord[:, :n, 0] = torch.arange(n) // 4`: copied into it
         for target in targets:
             for node in ast.walk(target):
                 if isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
