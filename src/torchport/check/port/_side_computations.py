@@ -41,6 +41,7 @@ import ast
 import weakref
 from collections.abc import Callable
 
+from torchport._device_types import MOVE_METHODS
 from torchport.check._match import keyword
 from torchport.check.port._calls import (
     CREATORS,
@@ -76,6 +77,7 @@ _SHAPE_METHODS = frozenset(
      "mean", "std", "var", "max", "min", "argmax", "argmin", "softmax", "log_softmax",
      "cumsum", "norm", "topk", "sort", "argsort", "prod", "any", "all", "pow"}
 )  # fmt: skip
+_COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
 _CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -243,8 +245,10 @@ class _Closure:
                     return "pass", [up], []
                 return "end", [], []  # `.shape`, `.dtype`, `.device`
             method = up.attr
-            if method in _HOST_METHODS or (method == "to" and is_move(call)):
-                return _HOST, [], []
+            if method in _HOST_METHODS or method in MOVE_METHODS or is_move(call):
+                return _HOST, [], []  # read back, or placed by the program (`.cuda()`)
+            if method == "to" and not all(_number(a, self.ctx.qualname) for a in call.args):
+                return _HOST, [], []  # `.to(x)`: put where another tensor is
             if method in HOST_READS or method.startswith("is_"):
                 return "end", [], []
             args = [] if method in _SHAPE_METHODS else _arguments(call)
@@ -308,9 +312,17 @@ class _Closure:
             if last[:1].isupper():  # a module's constructor: its move carries the tensor
                 return _HOST, [], []
             return "compute", [call], [a for a in _arguments(call) if a is not expr]
-        if self._unresolved(call.func):
-            # a callable held in a loop variable, a parameter or a container may be a model:
-            # kept, unsaid here (TP520/TP523 name a model reached that way)
+        func = call.func
+        if isinstance(func, ast.Attribute):  # `OUT.append(y)`: a list; `net.infer(y)`: a model?
+            held = isinstance(func.value, ast.Name) and func.attr in _COLLECTS
+            return (
+                (f"escape: put in `{ast.unparse(func.value)[:40]}`", [], [])
+                if held
+                else (_HOST, [], [])
+            )
+        if self._unresolved(func) or name.rpartition(".")[2][:1].isupper():
+            # a callable held in a loop variable, a parameter or a container may be a model,
+            # a class may be one: kept, unsaid here (TP520/TP523 name a model reached that way)
             return _HOST, [], []
         return f"escape: handed to `{ast.unparse(call.func)[:40]}`", [], []
 
@@ -338,7 +350,8 @@ class _Closure:
         for target in targets:
             for node in ast.walk(target):
                 if isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
-                    return f"escape: stored in `{ast.unparse(node)[:40]}`", [], []
+                    return _HOST, [], []  # in a container or on an object: followed, if
+                    # at all, where it meets a model (the port's container reads)
                 if isinstance(node, ast.Name):
                     stores.append(node)
         reads: list[ast.expr] = []
