@@ -168,6 +168,7 @@ class _Closure:
             done.add(id(expr))
             kind, more, others = self._use(expr, scope)
             operands.extend(others)
+            host = host or any(_read_back(o) for o in others)  # `torch.allclose(y, t.cpu())`
             work.extend(more)
             if kind == "compute":
                 compute = True
@@ -294,8 +295,8 @@ class _Closure:
             func = scope.node
             if getattr(func, "name", None) in self.facts.tensor_functions:
                 return "end", [], []  # a helper's CPU tensor: followed where it is called
-            return "escape: returned", [], []
-        return f"escape: {_escape(up)}", [], []
+            return _HOST, [], []  # another helper's result: the caller's to place or say
+        return _HOST, [], []  # a comprehension's item, a dict's value ...: kept, unsaid
 
     def _argument(self, expr: ast.expr, call: ast.Call) -> _Use:
         name = self.ctx.qualname(call.func) or _name(call) or ""
@@ -305,8 +306,8 @@ class _Closure:
             return _HOST, [], []
         if name.startswith(("numpy.", "torch.utils.data.")) or host_result(name):
             return _HOST, [], []
-        if name in _BOOL_TORCH:
-            return "end", [], []
+        if name in _BOOL_TORCH:  # `torch.allclose(y, ref)`: a bool, ref met
+            return "end", [], [a for a in _arguments(call) if a is not expr]
         if self._torch(call):
             last = name.rsplit(".", 1)[-1]
             if last[:1].isupper():  # a module's constructor: its move carries the tensor
@@ -395,15 +396,18 @@ def _number(expr: ast.expr, qualname: Callable[[ast.expr], str | None]) -> bool:
         return all(_number(e, qualname) for e in expr.elts)
     if isinstance(expr, ast.Subscript):
         return _number(expr.value, qualname)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr in {"item", "tolist", "size", "dim", "numel"}  # Python data
     return isinstance(expr, ast.Call) and _name(expr) in {"len", "int", "float", "round"}
 
 
-def _escape(node: ast.AST | None) -> str:
-    if isinstance(node, ast.List | ast.Tuple | ast.Dict | ast.Set):
-        return "put in a container"
-    if isinstance(node, ast.Lambda | ast.NamedExpr):
-        return "captured"
-    return "used where the port cannot follow it"
+def _read_back(expr: ast.expr) -> bool:
+    """``t.cpu()``, ``t.numpy()``, ``t.item()``: a value the program put on the host."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _HOST_METHODS
+    )
 
 
 def _beside_a_model(scope: PortScope) -> bool:
