@@ -197,7 +197,13 @@ class _Closure:
         for node in (n for operand in operands for n in ast.walk(operand)):
             if isinstance(node, ast.Name):
                 values = [getattr(b, "value", None) for b in self.reaching.may_reach(node)]
-                found.extend(v for v in values if isinstance(v, ast.Call))
+                found.extend(
+                    c
+                    for v in values
+                    if v is not None
+                    for c in ast.walk(v)
+                    if isinstance(c, ast.Call)
+                )
             elif isinstance(node, ast.Call):
                 found.append(node)
         return found
