@@ -5,32 +5,36 @@ loss meets neither, so the device flow (:mod:`~torchport.check.port._device_flow
 reaches it: the port moved what meets the loss, said "0 left", and the softmax stayed on
 the CPU, named nowhere.
 
-**The invariant.** In a program the port gives a device (it has a model, a loss or a raw
-weight, and the port's one ``device`` can be written), a tensor the program makes with a
-torch factory (no ``device=``) or with one of its own functions returning one, in code the
-port reaches, and then computes with in torch ops (a torch function, a tensor method, an
-operator) is placed on the device by TP503 or named by a TP503 finding ("meets no
-model ... possibly deliberate"), never neither. What follows the tensor, through names
-(the bindings that may reach each read) and the expressions computed from it, decides:
+**The invariant.** In a scope beside a model (one holding a model, a loss or values that
+meet one) of a program the port gives a device (its one ``device`` can be written there), a
+tensor the program makes with a torch factory (no ``device=``) or with one of its own
+functions returning one, and then computes with in torch ops (a torch function, a tensor
+method, an operator), is placed on the device by TP503, named by a TP503 finding ("meets
+no model ... possibly deliberate"), or kept on the host for a reason below; never placed
+unsoundly. What follows the tensor, through names (the bindings that may reach each read)
+and the expressions computed from it, decides, for it and every creator it meets:
 
-* **kept on the host, silently**: it feeds host data (``.numpy()``, ``.tolist()``,
+* **kept on the host, unsaid**: it feeds host data (``.numpy()``, ``.tolist()``,
   ``.item()``, ``float()``, a Python ``if``, numpy, matplotlib, a host library), indexes
-  something (``names[i]``), is ``.cpu()`` or moved by the program itself, goes to the data
-  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths) or a
-  module's constructor (the module's move carries it). A module's own methods and
-  ``__init__``, a ``Dataset``'s, a collate function are not reached at all;
+  something (``names[i]``), is ``.cpu()`` or moved by the program itself (``.cuda()``,
+  ``.to(x)``), meets a value read back (``torch.allclose(y, t.cpu())``), goes to the data
+  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths), a
+  class (a module's constructor: its move carries it), a method of an object or a callable
+  the code does not name (a loop's variable, a parameter, ``fs[0]``: any may be a model,
+  which TP520/TP523 name), a container or an object's attribute, a slice of a torch-made
+  tensor (copied into it), another function through a ``return``, or a use the walk does
+  not follow (a comprehension's item). A module's own methods and ``__init__``, a
+  ``Dataset``'s, a collate function are not reached at all;
 * **placed**: every value computed from it stays within the scope and ends in torch ops,
-  ``print``/formatting, a comparison read as a Python bool by ``assert``, or a discarded
-  expression; every other operand is a number or a tensor placed with it. Moving it there
-  is sound (nothing it meets stays on the host) and keeps its values (TP503's fix: random
-  factories and helpers are moved after creation);
-* **reported**: anything else (appended to a list, handed to a function, stored on an
-  object, returned from the scope, read in another function, changed in place, combined
-  with a value the port cannot place, bound to a name that also holds other values, as
-  fv-12's ``x`` of numpy, then of torch: the flow reads a name whatever binding a read
-  sees): the port cannot show that a device value is welcome there. A callable the code
-  does not name (a loop's variable, a parameter, ``fs[0]``) may be a model: a tensor handed
-  to one is kept, unsaid here (TP520/TP523 name a model reached that way).
+  ``print``/formatting, ``assert``, or a discarded expression; every other operand is a
+  number or a tensor placed with it; every name it is bound to holds only its values.
+  Moving it is sound (nothing it meets stays on the host) and keeps its values (TP503's
+  fix: random factories and helpers are moved after creation);
+* **reported**: appended to a list (``OUT.append(y)``), handed to a function of the
+  program or a library, read in another function, changed in place (``x += v``),
+  combined with a value the port does not place, or bound to a name that also holds
+  other values (fv-12's ``x`` of numpy, then of torch: the flow reads a name whatever
+  binding a read sees, so placing one would move its other values in the flow's view).
 
 Syntax only; no torch (the checker does not import it).
 """
