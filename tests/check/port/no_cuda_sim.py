@@ -34,6 +34,12 @@ def run(source):
     exec(compile(source, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
     return out
 """
+_EXEC = '{"OUT": out, "__name__": "__main__"}'
+_EXEC_PRINTED = (
+    '{"OUT": out, "__name__": "__main__", "print": lambda *a, **k: out.extend('
+    "t for t in a if isinstance(t, torch.Tensor))}"
+)
+assert _EXEC in _RUN
 # Each original on the CPU, then the simulated accelerator.
 _ORIGINALS = (
     _RUN
@@ -137,16 +143,21 @@ def ports_on_sim_apart(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     return results
 
 
-def placed_or_said(sources: Sequence[str], *, apart: bool = False) -> None:
+def placed_or_said(sources: Sequence[str], *, apart: bool = False, printed: bool = False) -> None:
     """Port each program (no failure, idempotent) and run the ports on the simulated
     accelerator (:func:`ports_on_sim_apart` where ``apart``: programs that train): each
-    port leaves a finding, or computes the original's values with every output on ``sim:0``."""
+    port leaves a finding, or computes the original's values with every output on ``sim:0``.
+    ``printed``: the tensors each program hands ``print`` are outputs too (the program's
+    ``print`` appends them to ``OUT`` in the run; the port reads the builtin)."""
     ports = [port_text(s) for s in sources]
     for port in ports:
         assert not port.failures, port.failures
         assert port_text(port.source).source == port.source, f"not idempotent:\n{port.source}"
-    run = ports_on_sim_apart if apart else ports_on_sim_or_stops
-    results = run([(s, p.source) for s, p in zip(sources, ports, strict=True)])
+    pairs = [(s, p.source) for s, p in zip(sources, ports, strict=True)]
+    if printed:
+        results: list[dict[str, Any]] = in_a_child(_STOPPING.replace(_EXEC, _EXEC_PRINTED), pairs)
+    else:
+        results = (ports_on_sim_apart if apart else ports_on_sim_or_stops)(pairs)
     silent = [
         (source, port.source, result)
         for source, port, result in zip(sources, ports, results, strict=True)

@@ -12,8 +12,6 @@ the held-out figure's letter asks for (placed, or a finding left).
 
 from __future__ import annotations
 
-import pytest
-
 from tests.check.port.no_cuda_sim import placed_or_said
 
 _PROGRAM = """import torch
@@ -28,11 +26,6 @@ OUT.append(loss(scores, target))
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a tensor that meets no model, in a program that has one, stays on the CPU: "
-    "'0 left', and --verify says 'Verified'",
-)
 def test_a_side_computation_beside_a_loss_is_placed_or_said() -> None:
     placed_or_said([_PROGRAM])
 

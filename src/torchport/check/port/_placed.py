@@ -74,12 +74,17 @@ def _makes_a_host_tensor(node: ast.Call, name: str | None, *, helper: bool) -> b
 
 
 def _reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
-    """In code the port reaches, where the value meets a device tensor or model."""
+    """In code the port reaches, where the value meets a device tensor or model, or is a
+    side computation the port places (:mod:`~torchport.check.port._side_computations`)."""
     scope = facts.scope_of.get(id(node))
     if scope is None or scope.internal:
         return False
     key = id(node)
-    return key in scope.sink_nodes or key in scope.reach_values or key in scope.guess_nodes
+    if key in scope.sink_nodes or key in scope.reach_values or key in scope.guess_nodes:
+        return True
+    from torchport.check.port._side_computations import PLACE, side_computations
+
+    return side_computations(facts).get(key, ("", ""))[0] == PLACE
 
 
 def only_guessed(node: ast.AST, facts: PortFacts) -> bool:

@@ -24,7 +24,9 @@ class TensorNotOnDevice(Rule):
     `torch.tensor`, `torch.randn`, `torch.from_numpy`, the typed constructors
     `torch.LongTensor([...])`, also inside `Variable(...)`) outside any
     `nn.Module` whose values meet the model or its outputs: data held in
-    tensors, an RNN's initial hidden state, positions, masks, targets.
+    tensors, an RNN's initial hidden state, positions, masks, targets. Beside a
+    model, a tensor computed with that meets none is placed where all it meets can
+    follow, else reported as possibly deliberate.
 
     ## Why is this bad?
     Once the model runs on an accelerator, these tensors are on the wrong
@@ -110,6 +112,7 @@ class TensorNotOnDevice(Rule):
         facts = port_facts(ctx)
         from torchport.check.port import _guesses as guesses  # on first use
         from torchport.check.port._placed import only_guessed, to_place
+        from torchport.check.port._side_computations import side_report
 
         scope = facts.scope_of.get(id(node), facts.module)
         if any(s.seed_tensors for s in facts.scopes):  # on the device, met by host data?
@@ -120,7 +123,9 @@ class TensorNotOnDevice(Rule):
                 at, message = guesses.meeting_fix(ctx, crossings)
                 yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
         chosen = to_place(node, facts, helpers=True)
-        if chosen is None:
+        if chosen is None:  # a side computation left on the CPU is said (`_side_computations`)
+            if (said := side_report(node, facts)) is not None:
+                yield ctx.finding(self, node, message=said)
             return
         found = facts.device_at(node)
         meetings, every = guesses.meeting_moves(facts.flow, node, scope, _bound(node, facts))
