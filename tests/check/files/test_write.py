@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from torchport.check import _fix as fix_module
 from torchport.check import fix_paths
-from torchport.check.files import _work as work_module
 from torchport.check.files._reading import Stamp, read_source
 from torchport.check.files._write import WriteRefused, write_back
 from torchport.cli._main import main
@@ -178,14 +178,14 @@ def test_edit_made_while_fix_runs_is_kept_and_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(tmp_path / "busy.py")
-    real_fix_text = work_module.fix_text
+    real_fix_text = fix_module.fix_text  # what a fix run loads (check/files/_work.py)
 
     def fix_while_someone_saves(*args: object, **kwargs: object) -> object:
         outcome = real_fix_text(*args, **kwargs)  # type: ignore[arg-type]
         path.write_text(BEFORE + "y = 1\n")  # an editor saves during the fix
         return outcome
 
-    monkeypatch.setattr(work_module, "fix_text", fix_while_someone_saves)
+    monkeypatch.setattr(fix_module, "fix_text", fix_while_someone_saves)
     result = fix_paths([path], extend_select=["TP101"], jobs=1)
     assert result.exit_code == 2 and "changed on disk" in result.errors[0].message
     assert path.read_text() == BEFORE + "y = 1\n"
