@@ -81,6 +81,8 @@ _SHAPE_METHODS = frozenset(
      "mean", "std", "var", "max", "min", "argmax", "argmin", "softmax", "log_softmax",
      "cumsum", "norm", "topk", "sort", "argsort", "prod", "any", "all", "pow"}
 )  # fmt: skip
+# Makers whose tensor shares its memory with their argument: a copy on the device would not.
+_SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
 _CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
@@ -189,6 +191,8 @@ class _Closure:
         if host or not compute:
             return members, _HOST, ""
         if not why:
+            why = next((w for m in members if (w := self._shared(m))), "")
+        if not why:
             why = next((w for o in operands if (w := self._foreign(o, done, scope))), "")
         if not why:  # the flow reads names whatever binding a read sees (`x` of numpy, then
             # of torch): a name bound to other values too is reported, not placed
@@ -211,6 +215,22 @@ class _Closure:
             elif isinstance(node, ast.Call):
                 found.append(node)
         return found
+
+    def _shared(self, call: ast.Call) -> str:
+        """Why ``call``'s tensor must stay where its memory is, or "": it shares it with an
+        array the program names again (``torch.from_numpy(a)``, then ``a[0] = 5.0``)."""
+        if self.ctx.qualname(call.func) not in _SHARING or not call.args:
+            return ""
+        source = call.args[0]
+        if isinstance(source, ast.Call | ast.Constant | ast.List | ast.Tuple):
+            return ""  # made in the call: nothing else holds it
+        if isinstance(source, ast.Name) and not any(
+            isinstance(n, ast.Name) and n.id == source.id and n is not source
+            and not isinstance(self.parents.get(id(n)), ast.Assign)  # `a = ...`: a new array
+            for n in self.ctx.scopes.nodes_of(ast.Name)
+        ):  # fmt: skip
+            return ""  # named nowhere else (a write `a += 1` or `a[0] = v` names it)
+        return f"it shares its memory with `{ast.unparse(source)[:40]}`"
 
     def _into_a_tensor(self, target: ast.expr) -> bool:
         """``t[...]`` where ``t`` is a name bound only to tensors torch makes: a write copies
@@ -316,6 +336,8 @@ class _Closure:
             return _HOST, [], []
         if name.startswith(("numpy.", "torch.utils.data.")) or host_result(name):
             return _HOST, [], []
+        if name.startswith("torch.Tensor.") and name[13:] in _HOST_METHODS | MOVE_METHODS:
+            return _HOST, [], []  # `torch.Tensor.numpy(y)`: `y.numpy()`
         if name in _BOOL_TORCH:  # `torch.allclose(y, ref)`: a bool, ref met
             return "end", [], [a for a in _arguments(call) if a is not expr]
         if self._torch(call):
