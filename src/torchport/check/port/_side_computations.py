@@ -83,6 +83,8 @@ _SHAPE_METHODS = frozenset(
 )  # fmt: skip
 # Makers whose tensor shares its memory with their argument: a copy on the device would not.
 _SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
+# torch functions with no CUDA kernel (pytorch#69519): their operands stay on the host.
+_CPU_ONLY = frozenset({"torch.histogram", "torch.histogramdd"})
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
 _CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
@@ -335,6 +337,8 @@ class _Closure:
         if name in _TO_HOST or any(expr is c for c in cpu_arguments(call, self.ctx)):
             return _HOST, [], []
         if name.startswith(("numpy.", "torch.utils.data.")) or host_result(name):
+            return _HOST, [], []
+        if name in _CPU_ONLY:
             return _HOST, [], []
         if name.startswith("torch.Tensor.") and name[13:] in _HOST_METHODS | MOVE_METHODS:
             return _HOST, [], []  # `torch.Tensor.numpy(y)`: `y.numpy()`
