@@ -68,3 +68,21 @@ def test_an_operand_of_a_cpu_only_function_stays_on_the_host() -> None:
         port = port_text(source)
         assert "x = torch.tensor([3.0, 1.0, 2.0])\n" in port.source, port.source
         assert not port.failures
+
+
+def test_a_random_draw_from_a_side_tensor_is_said() -> None:
+    """``torch.randn_like(x)``, ``torch.multinomial(p, n)``, ``F.dropout(x)``, ``x.uniform_()``
+    of a placed ``x`` draw from the device's generator: other values than the original's CPU
+    draws on a real accelerator (the simulated one shares the CPU's generator, so the oracle
+    cannot show it). The factories are moved after creation to keep their values; a draw
+    computed from the tensor is reported, the tensor left where it was."""
+    draws = (
+        "x = torch.zeros(3)\nprint(torch.randn_like(x) + x)\n",
+        "x = torch.tensor([0.2, 0.8])\nprint(torch.multinomial(x, 5, replacement=True) * 1)\n",
+        "x = torch.ones(6)\nprint(torch.nn.functional.dropout(x, 0.5))\n",
+        "x = torch.empty(3)\nx.uniform_()\nprint(x * 1)\n",
+    )
+    for draw in draws:
+        port = port_text(_HEAD + draw)
+        assert draw.split("\n")[0] + "\n" in port.source, port.source
+        assert any("random draw" in f.message for f in port.remaining), port.remaining

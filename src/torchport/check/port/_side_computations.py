@@ -85,6 +85,19 @@ _SHAPE_METHODS = frozenset(
 _SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
 # torch functions with no CUDA kernel (pytorch#69519): their operands stay on the host.
 _CPU_ONLY = frozenset({"torch.histogram", "torch.histogramdd"})
+# Random draws computed from a tensor: on the device they come from its generator, not the
+# CPU's (the values change; the factories themselves are moved after creation for that).
+_DRAWS = frozenset(
+    {"torch.randn_like", "torch.rand_like", "torch.randint_like", "torch.multinomial",
+     "torch.poisson", "torch.dropout", "torch.nn.functional.dropout",
+     "torch.nn.functional.dropout1d", "torch.nn.functional.dropout2d",
+     "torch.nn.functional.dropout3d", "torch.nn.functional.alpha_dropout"}
+)  # fmt: skip
+_DRAW_METHODS = frozenset(
+    {"uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
+     "log_normal_", "multinomial", "bernoulli"}
+)  # fmt: skip
+_DRAWN = "escape!: a random draw from it would come from the device's generator"
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
 _CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
@@ -278,6 +291,8 @@ class _Closure:
                     return "pass", [up], []
                 return "end", [], []  # `.shape`, `.dtype`, `.device`
             method = up.attr
+            if method in _DRAW_METHODS:
+                return _DRAWN, [], []
             if method in _HOST_METHODS or method in MOVE_METHODS or is_move(call):
                 return _HOST, [], []  # read back, or placed by the program (`.cuda()`)
             if method == "to" and not all(_number(a, self.ctx.qualname) for a in call.args):
@@ -338,6 +353,8 @@ class _Closure:
             return _HOST, [], []
         if name.startswith(("numpy.", "torch.utils.data.")) or host_result(name):
             return _HOST, [], []
+        if name in _DRAWS:
+            return _DRAWN, [], []
         if name in _CPU_ONLY:
             return _HOST, [], []
         if name.startswith("torch.Tensor.") and name[13:] in _HOST_METHODS | MOVE_METHODS:
