@@ -11,6 +11,8 @@ accelerator: the same values with every output on ``sim:0``, or a finding left.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.check.port.no_cuda_sim import (
     _EXEC,
     _EXEC_PRINTED,
@@ -86,3 +88,16 @@ def test_a_random_draw_from_a_side_tensor_is_said() -> None:
         port = port_text(_HEAD + draw)
         assert draw.split("\n")[0] + "\n" in port.source, port.source
         assert any("random draw" in f.message for f in port.remaining), port.remaining
+
+
+@pytest.mark.xfail(strict=True, reason="k31ah: the device flow copies a from_numpy tensor")
+def test_a_model_input_sharing_an_arrays_memory_is_placed_or_said() -> None:
+    """Not a side computation (it meets the model), and older than h31ah: the flow writes
+    ``torch.from_numpy(a).to(device)``, a copy; the write to ``a`` after it is lost on the
+    device, silently (on ``sim``: other values, no finding)."""
+    source = (
+        "import numpy as np\nimport torch\nimport torch.nn as nn\n\nmodel = nn.Linear(3, 2)\n"
+        "a = np.zeros((1, 3), dtype=np.float32)\nt = torch.from_numpy(a)\na[0, 0] = 5.0\n"
+        "OUT.append(model(t))\n"
+    )
+    placed_or_said([source])

@@ -18,7 +18,8 @@ and the expressions computed from it, decides, for it and every creator it meets
   ``.item()``, ``float()``, a Python ``if``, numpy, matplotlib, a host library), indexes
   something (``names[i]``), is ``.cpu()`` or moved by the program itself (``.cuda()``,
   ``.to(x)``), meets a value read back (``torch.allclose(y, t.cpu())``), goes to the data
-  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths), a
+  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths,
+  ``torch.histogram``'s input: no CUDA kernel), a
   class (a module's constructor: its move carries it), a method of an object or a callable
   the code does not name (a loop's variable, a parameter, ``fs[0]``: any may be a model,
   which TP520/TP523 name), a container or an object's attribute, a slice of a torch-made
@@ -32,7 +33,10 @@ and the expressions computed from it, decides, for it and every creator it meets
   fix: random factories and helpers are moved after creation);
 * **reported**: appended to a list (``OUT.append(y)``), handed to a function of the
   program or a library, read in another function, changed in place (``x += v``),
-  combined with a value the port does not place, or bound to a name that also holds
+  combined with a value the port does not place, made sharing the memory of an array the
+  module names again (``torch.from_numpy(a)``, then ``a[0] = 5.0``: a copy on the device
+  would miss the write), drawn from (``torch.randn_like(x)``, ``x.uniform_()``: the device's
+  generator gives other values), or bound to a name that also holds
   other values (fv-12's ``x`` of numpy, then of torch: the flow reads a name whatever
   binding a read sees, so placing one would move its other values in the flow's view).
 
