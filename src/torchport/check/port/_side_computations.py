@@ -18,7 +18,8 @@ and the expressions computed from it, decides, for it and every creator it meets
   ``.item()``, ``float()``, a Python ``if``, numpy, matplotlib, a host library), indexes
   something (``names[i]``), is ``.cpu()`` or moved by the program itself (``.cuda()``,
   ``.to(x)``), meets a value read back (``torch.allclose(y, t.cpu())``), goes to the data
-  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths), a
+  pipeline (``torch.utils.data``), a CPU argument (``pack_padded_sequence``'s lengths,
+  ``torch.histogram``'s input: no CUDA kernel), a
   class (a module's constructor: its move carries it), a method of an object or a callable
   the code does not name (a loop's variable, a parameter, ``fs[0]``: any may be a model,
   which TP520/TP523 name), a container or an object's attribute, a slice of a torch-made
@@ -32,7 +33,10 @@ and the expressions computed from it, decides, for it and every creator it meets
   fix: random factories and helpers are moved after creation);
 * **reported**: appended to a list (``OUT.append(y)``), handed to a function of the
   program or a library, read in another function, changed in place (``x += v``),
-  combined with a value the port does not place, or bound to a name that also holds
+  combined with a value the port does not place, made sharing the memory of an array the
+  module names again (``torch.from_numpy(a)``, then ``a[0] = 5.0``: a copy on the device
+  would miss the write), drawn from (``torch.randn_like(x)``, ``x.uniform_()``: the device's
+  generator gives other values), or bound to a name that also holds
   other values (fv-12's ``x`` of numpy, then of torch: the flow reads a name whatever
   binding a read sees, so placing one would move its other values in the flow's view).
 
@@ -81,6 +85,23 @@ _SHAPE_METHODS = frozenset(
      "mean", "std", "var", "max", "min", "argmax", "argmin", "softmax", "log_softmax",
      "cumsum", "norm", "topk", "sort", "argsort", "prod", "any", "all", "pow"}
 )  # fmt: skip
+# Makers whose tensor shares its memory with their argument: a copy on the device would not.
+_SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
+# torch functions with no CUDA kernel (pytorch#69519): their operands stay on the host.
+_CPU_ONLY = frozenset({"torch.histogram", "torch.histogramdd"})
+# Random draws computed from a tensor: on the device they come from its generator, not the
+# CPU's (the values change; the factories themselves are moved after creation for that).
+_DRAWS = frozenset(
+    {"torch.randn_like", "torch.rand_like", "torch.randint_like", "torch.multinomial",
+     "torch.poisson", "torch.dropout", "torch.nn.functional.dropout",
+     "torch.nn.functional.dropout1d", "torch.nn.functional.dropout2d",
+     "torch.nn.functional.dropout3d", "torch.nn.functional.alpha_dropout"}
+)  # fmt: skip
+_DRAW_METHODS = frozenset(
+    {"uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
+     "log_normal_", "multinomial", "bernoulli"}
+)  # fmt: skip
+_DRAWN = "escape!: a random draw from it would come from the device's generator"
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
 _CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
@@ -189,6 +210,8 @@ class _Closure:
         if host or not compute:
             return members, _HOST, ""
         if not why:
+            why = next((w for m in members if (w := self._shared(m))), "")
+        if not why:
             why = next((w for o in operands if (w := self._foreign(o, done, scope))), "")
         if not why:  # the flow reads names whatever binding a read sees (`x` of numpy, then
             # of torch): a name bound to other values too is reported, not placed
@@ -211,6 +234,22 @@ class _Closure:
             elif isinstance(node, ast.Call):
                 found.append(node)
         return found
+
+    def _shared(self, call: ast.Call) -> str:
+        """Why ``call``'s tensor must stay where its memory is, or "": it shares it with an
+        array the program names again (``torch.from_numpy(a)``, then ``a[0] = 5.0``)."""
+        if self.ctx.qualname(call.func) not in _SHARING or not call.args:
+            return ""
+        source = call.args[0]
+        if isinstance(source, ast.Call | ast.Constant | ast.List | ast.Tuple):
+            return ""  # made in the call: nothing else holds it
+        if isinstance(source, ast.Name) and not any(
+            isinstance(n, ast.Name) and n.id == source.id and n is not source
+            and not isinstance(self.parents.get(id(n)), ast.Assign)  # `a = ...`: a new array
+            for n in self.ctx.scopes.nodes_of(ast.Name)
+        ):  # fmt: skip
+            return ""  # named nowhere else (a write `a += 1` or `a[0] = v` names it)
+        return f"it shares its memory with `{ast.unparse(source)[:40]}`"
 
     def _into_a_tensor(self, target: ast.expr) -> bool:
         """``t[...]`` where ``t`` is a name bound only to tensors torch makes: a write copies
@@ -256,6 +295,8 @@ class _Closure:
                     return "pass", [up], []
                 return "end", [], []  # `.shape`, `.dtype`, `.device`
             method = up.attr
+            if method in _DRAW_METHODS:
+                return _DRAWN, [], []
             if method in _HOST_METHODS or method in MOVE_METHODS or is_move(call):
                 return _HOST, [], []  # read back, or placed by the program (`.cuda()`)
             if method == "to" and not all(_number(a, self.ctx.qualname) for a in call.args):
@@ -316,6 +357,12 @@ class _Closure:
             return _HOST, [], []
         if name.startswith(("numpy.", "torch.utils.data.")) or host_result(name):
             return _HOST, [], []
+        if name in _DRAWS:
+            return _DRAWN, [], []
+        if name in _CPU_ONLY:
+            return _HOST, [], []
+        if name.startswith("torch.Tensor.") and name[13:] in _HOST_METHODS | MOVE_METHODS:
+            return _HOST, [], []  # `torch.Tensor.numpy(y)`: `y.numpy()`
         if name in _BOOL_TORCH:  # `torch.allclose(y, ref)`: a bool, ref met
             return "end", [], [a for a in _arguments(call) if a is not expr]
         if self._torch(call):

@@ -59,10 +59,37 @@ def partial_chain(node: ast.If | ast.IfExp, ctx: Context) -> tuple[str, str] | N
         if not any(_sets_the_cpu(s, ctx) for s in rest):
             return None  # no `else`, or one that is not the CPU
         break
-    left = [a for a in _EACH if a not in tested]
+    elsewhere = _picked_beside(node, ctx)
+    left = [a for a in _EACH if a not in tested and a not in elsewhere]
     if not left or set(tested) == {"CUDA"} or "CUDA" not in tested:
         return None  # each tested (TP120's advice), CUDA alone (TP109's), or CUDA not at all
     return " and ".join(dict.fromkeys(tested)), " or ".join(left)
+
+
+def _picked_beside(head: ast.If | ast.IfExp, ctx: Context) -> set[str]:
+    """The accelerators another test in the chain's function (or module) picks a device by:
+    ``if torch.backends.mps.is_available(): return "mps"`` before it, ``if ... and
+    torch.xpu.is_available(): device = "xpu"`` after it (a branch that binds or returns)."""
+    scope = next(
+        (
+            a
+            for a in reversed(ctx.ancestors)
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)
+        ),
+        ctx.ancestors[0] if ctx.ancestors else head,
+    )
+    found: set[str] = set()
+    for node in ast.walk(scope):
+        if node is head or not isinstance(node, ast.If | ast.IfExp):
+            continue
+        if isinstance(node, ast.If) and not any(
+            isinstance(s, ast.Assign | ast.AnnAssign | ast.Return) for s in node.body
+        ):
+            continue
+        for call in ast.walk(node.test):
+            if isinstance(call, ast.Call) and (which := _TESTS.get(ctx.qualname(call.func) or "")):
+                found.add(which)
+    return found
 
 
 def _accelerator(test: ast.expr, ctx: Context, hops: int = 2) -> str | None:
