@@ -284,6 +284,13 @@ class _Closure:
             return ""
         return f"it meets `{ast.unparse(operand)[:40]}`, which the port does not place"
 
+    def _made_here(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` is a creator's own call (``torch.Tensor(1, 8)``), not a name."""
+        if not isinstance(expr, ast.Call):
+            return False
+        name = self.ctx.qualname(expr.func)
+        return name in CREATORS or name in TYPED_CONSTRUCTORS
+
     def _use(self, expr: ast.expr, scope: PortScope) -> _Use:
         """How ``expr``, a tensor of the group, is used: (kind, tensors computed from it,
         other operands met). Kinds: "compute", "pass", "end", HOST, "escape: why"."""
@@ -296,6 +303,10 @@ class _Closure:
                 return "end", [], []  # `.shape`, `.dtype`, `.device`
             method = up.attr
             if method in _DRAW_METHODS:
+                if method.endswith("_") and self._made_here(expr):
+                    # `torch.empty(n).normal_()`: drawn as it is made, on the CPU's generator,
+                    # and moved after the draw as a random factory is (TP503's fix)
+                    return "pass", [call], []
                 return _DRAWN, [], []
             if method in _HOST_METHODS or method in MOVE_METHODS or is_move(call):
                 return _HOST, [], []  # read back, or placed by the program (`.cuda()`)
