@@ -93,7 +93,7 @@ def _program(body: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(programs, min_size=8, max_size=8))
 def test_the_prediction_counts_what_the_simulated_device_counts(
     batch: list[list[str]],

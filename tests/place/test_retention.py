@@ -216,8 +216,21 @@ def _rebound_batch(cls: type, step: int) -> Any:
     return fresh.instance(cls, (x, y, step))
 
 
-@pytest.mark.parametrize("kind", [*fresh.KINDS, "own_to", "user_dict"])
-@pytest.mark.parametrize("way", ["to_device", "in_a_dict", "loader"])
+# Each case ends in a full `gc.collect()` of the test process's heap (about a second of CPU
+# late in the default run): the default run takes every kind one way and two kinds every
+# way; the slow run (`-m slow`) the rest.
+_REBOUND = [
+    pytest.param(
+        way,
+        kind,
+        marks=() if way == "to_device" or kind in ("namedtuple", "own_to") else pytest.mark.slow,
+    )
+    for way in ("to_device", "in_a_dict", "loader")
+    for kind in (*fresh.KINDS, "own_to", "user_dict")
+]
+
+
+@pytest.mark.parametrize(("way", "kind"), _REBOUND)
 def test_classes_a_module_global_held_only_for_one_batch_are_not_kept(way: str, kind: str) -> None:
     # A collate module that rebinds a global per batch (global Batch; Batch = namedtuple(...)):
     # the first class looked lasting while its module held it (place/_lasting.py).

@@ -90,7 +90,7 @@ _CASE = st.tuples(
 
 
 # (each example is one simulated-accelerator child: a few, in the default run's budget)
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases=st.lists(_CASE, min_size=6, max_size=6))
 @example(cases=[(f, k, "nothing") for f in ("is not None", "is None", "truthy") for k in KINDS])
 @example(cases=[(f, k, "the CPU") for f in ("is not None", "torch.device of it") for k in KINDS])
@@ -106,7 +106,11 @@ def test_a_device_that_falls_back_to_the_cpu_keeps_what_it_is_given(
             assert port.remaining, source
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "kind",
+    # a child on `sim` each: the module in the default run, the class in the slow run
+    [KINDS[0], *(pytest.param(k, marks=pytest.mark.slow) for k in KINDS[1:])],
+)
 @pytest.mark.parametrize("fallback", sorted(FALLBACKS))
 def test_the_accelerator_handed_is_no_cpu_choice(fallback: str, kind: str) -> None:
     """Where the program hands its accelerator, the class's fallback is no deliberate CPU:

@@ -214,7 +214,7 @@ _RETURNED_SHAPES = st.tuples(
 
 
 @needs_matplotlib
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shapes=st.lists(_RETURNED_SHAPES, min_size=_BATCH, max_size=_BATCH, unique=True))
 def test_what_an_own_function_returns_is_reported_iff_the_run_stops_there(
     shapes: list[tuple[str, str, str]],
@@ -228,7 +228,7 @@ def test_what_an_own_function_returns_is_reported_iff_the_run_stops_there(
 
 
 @needs_matplotlib
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     shapes=st.lists(
         st.tuples(st.sampled_from(sorted(_PREDICTED)), st.sampled_from(sorted(_AFTER))),

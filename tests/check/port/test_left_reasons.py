@@ -131,7 +131,7 @@ _CASE = st.tuples(
         (["names", "unknown", "zeros, then float"], False),
     ]
 )
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases=st.lists(_CASE, min_size=1, max_size=4))
 def test_a_project_functions_tuple_of_cpu_tensors_is_moved_or_reported_as_the_projects(
     cases: list[tuple[list[str], bool]],

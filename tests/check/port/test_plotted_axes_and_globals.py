@@ -131,7 +131,7 @@ _AXES_SHAPES = st.tuples(
 
 
 @needs_matplotlib
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shapes=st.lists(_AXES_SHAPES, min_size=_BATCH, max_size=_BATCH, unique=True))
 def test_values_plotted_on_an_axes_are_reported_iff_they_fail_on_sim(
     shapes: list[tuple[str, str, str]],
@@ -203,7 +203,7 @@ _GLOBAL_SHAPES = st.tuples(
 
 
 @needs_matplotlib
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shapes=st.lists(_GLOBAL_SHAPES, min_size=_BATCH, max_size=_BATCH, unique=True))
 def test_a_module_s_list_filled_in_a_function_is_reported_iff_it_fails_on_sim(
     shapes: list[tuple[str, str, str, str]],
