@@ -181,14 +181,14 @@ _TOUCHES_CUDA = [
 
 # A child run each: every rank for the first way in the default run, the other ways with no
 # rank; the slow run (`-m slow`) has the rest.
-_ANNOUNCED = [
+_ANNOUNCING = [
     pytest.param(rank, said, source, marks=() if rank is None or i == 0 else pytest.mark.slow)
     for i, source in enumerate(_TOUCHES_CUDA)
     for rank, said in [(None, True), ("0", True), ("1", False)]
 ]
 
 
-@pytest.mark.parametrize(("rank", "said", "source"), _ANNOUNCED)
+@pytest.mark.parametrize(("rank", "said", "source"), _ANNOUNCING)
 def test_the_redirect_is_announced_once_on_stderr_when_it_acts(
     rank: str | None,
     said: bool,
