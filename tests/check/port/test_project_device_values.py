@@ -15,7 +15,9 @@ Oracle (apart from the port; one child per table): each original runs on the CPU
 the simulated accelerator installed (seen as no CUDA, as MPS or XPU), the original and its
 port run there. Every port raises nothing and is idempotent; where it leaves no finding,
 it runs on ``sim`` with the CPU's values and puts each output on the device the original's
-own outputs went to there.
+own outputs went to there. Where the port made a lone ``device = torch.device("cpu")`` the
+accelerator's (TP507: no deliberate choice, ``port/_choices.deliberate_cpu``), every output is
+on the device.
 """
 
 from __future__ import annotations
@@ -177,7 +179,11 @@ def reuse_or_report(cases: list[tuple[str, str, str, str, bool, int]]) -> list[d
             again = port_paths([ported], jobs=1)
             assert not again.changed, (case, "not idempotent", text)
             left = [f"{Path(f.path).name}:{f.line} {f.code}" for f in result.remaining]
-            records.append({"case": case, "left": left, "text": text})
+            # TP507: a lone lower-case `device = torch.device("cpu")` (here a class attribute
+            # at module level) is the CPU-only script's device, not a deliberate choice
+            # (`port/_choices.deliberate_cpu`): the port makes it the accelerator's
+            chosen = any("TP507" in f.fixed for f in result.changed)
+            records.append({"case": case, "left": left, "text": text, "chosen": chosen})
             pairs.append((str(original), str(ported)))
         results = in_a_child(_CHILD, pairs)
     for record, got in zip(records, results, strict=True):
@@ -186,6 +192,9 @@ def reuse_or_report(cases: list[tuple[str, str, str, str, bool, int]]) -> list[d
         if record["left"]:
             continue  # reported
         assert got["now"] is None, record  # the port runs where the original ran,
+        if record["chosen"]:  # the program's device made the accelerator's: all placed
+            assert got["same"] and set(got["now_devices"]) == {"sim:0"}, record
+            continue
         assert got["same"] and got["now_devices"] == got["was_devices"], record  # placed alike
     return records
 
