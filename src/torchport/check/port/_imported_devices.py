@@ -24,7 +24,7 @@ from pathlib import Path
 from torchport._device_types import CPU, DEVICE_TYPES
 from torchport.check._context import Context
 from torchport.check._listing import note
-from torchport.check._syntax import parsed_module
+from torchport.check.port._module_files import parse_file
 from torchport.check.port._script_path import imported_name
 
 __all__ = ["CHOICE", "WRITTEN", "device_kind", "imported_value"]
@@ -63,10 +63,8 @@ def imported_value(expr: ast.expr, ctx: Context) -> tuple[bool, ast.expr | None]
 def _value_in(path: Path, name: str) -> ast.expr | None:
     """The module's single top-level ``name = value`` at ``path`` (None: see the module)."""
     note(path)  # what the check cache's answer rests on (check/_listing.py)
-    try:
-        source = path.read_text(encoding="utf-8", errors="surrogateescape")
-        tree = parsed_module(str(path), source)
-    except (OSError, SyntaxError, ValueError):
+    tree = parse_file(path)
+    if tree is None:
         return None
     if _stores_attribute(tree, name):
         return None

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import note
-from torchport.check._syntax import parsed_module
+from torchport.check.port._module_files import parse_file
 from torchport.check.port._namespace_stores import keep_plain, plain_value
 from torchport.check.port._script_path import imported_name
 
@@ -91,9 +91,8 @@ def unread_stores(ctx: Context, call: ast.Call) -> frozenset[str]:
         return frozenset()
     path = found[1]
     note(path)
-    try:
-        tree = parsed_module(str(path), path.read_text(encoding="utf-8", errors="surrogateescape"))
-    except (OSError, SyntaxError, ValueError):
+    tree = parse_file(path)
+    if tree is None:
         return frozenset()
     stored: set[str] = set()
     for node in ast.walk(tree):
@@ -143,10 +142,8 @@ def _callee(ctx: Context, func: ast.expr) -> _Found | None:
 
 def _function_of(path: Path, name: str) -> _Found | None:
     note(path)  # what the check cache's answer rests on (check/_listing.py)
-    try:
-        source = path.read_text(encoding="utf-8", errors="surrogateescape")
-        tree = parsed_module(str(path), source)
-    except (OSError, SyntaxError, ValueError):
+    tree = parse_file(path)
+    if tree is None:
         return None
     found: dict[str, list[ast.AST]] = {}
     for node in ast.walk(tree):
