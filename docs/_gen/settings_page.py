@@ -48,7 +48,8 @@ MORE: dict[str, str] = {
     "those on), in code that needs CUDA anyway (a module importing a CUDA-only package or its "
     "project's own CUDA-only extension, or a module of its project that does, or code after "
     "such an import in a block holding it, "
-    "or a test class whose every test is skipped unless such an import succeeded), "
+    "or a test class whose every test is skipped unless such an import succeeded, "
+    "or a module defining its own Triton kernel), "
     "and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
     "ignoring every selected rule is an error.",

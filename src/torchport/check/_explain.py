@@ -69,7 +69,8 @@ def _default(rule: type[Rule]) -> str:
             f"; a default run leaves it out of code that needs CUDA anyway (a module importing "
             f"a CUDA-only package, its project's own CUDA-only extension, or compiling CUDA "
             f"sources, or surely importing a module of its project that does; code after such "
-            f"an import in a block holding it), where "
+            f"an import in a block holding it; a module defining its own Triton kernel, though "
+            f"Triton also runs on Intel XPUs), where "
             f"`--extend-select {rule.code}` runs it too"
         )
     return where

@@ -76,16 +76,16 @@ the file. An import or call after the line, in another function, or in a ``try``
 not in (the ``except`` arm, the code after it) is no such sign; a test class whose every
 test is skipped unless one succeeded is one (``rules/_import_gates.py``).
 
-So is a module whose top level surely imports a module of its own project that needs CUDA
-anyway by its own statements (``rules/_cuda_imports.py``: one level, asked only where a
-finding is at stake; the measure that decided it is there). Not signals: Triton (fla runs
-its Triton kernels on XPU too), CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a
-``_C`` or other extension built through a variable, an optional import (under a ``try``
-going on without it, for the code after it: a project that falls back when AutoGPTQ's
-kernels are missing), TileLang (CUDA, ROCm and other back ends), the ``.cu`` files (a
-checkout's ``setup.py`` says what it builds). Computed once per file (``Context.memo``; the
-blocks walked only when the source names a candidate); a checkout's extensions once per
-folder for the process.
+So is a module surely importing a module of its own project that needs CUDA anyway by its
+own statements (``rules/_cuda_imports.py``: one level, asked only where a finding is at stake;
+the measure that decided it is there), and one defining its own Triton kernel
+(``rules/_triton_kernels.py``, with its cost). Not signals: an import of Triton (fla runs its
+Triton kernels on XPU too), CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C``
+or other extension built through a variable, an optional import (under a ``try`` going on
+without it, for the code after it: a project that falls back when AutoGPTQ's kernels are
+missing), TileLang (CUDA, ROCm and other back ends), the ``.cu`` files (a checkout's
+``setup.py`` says what it builds). Computed once per file (``Context.memo``; the blocks walked
+only when the source names a candidate); a checkout's extensions once per folder for the process.
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ from torchport.check._context import Context
 from torchport.check._listing import note, real_path, remembered
 from torchport.check._patterns import found_naming, lazy_pattern
 from torchport.check.rules._own_extensions import own_extension
+from torchport.check.rules._triton_kernels import defines_triton_kernel
 
 __all__ = [
     "APEX_CUDA_CALLS",
@@ -128,8 +129,7 @@ CUDA_PACKAGES = frozenset(
 # ``apex.amp`` or ``apex.parallel``: Python a port replaces with torch's own (round 5d's held-out
 # nnUNet commit moved off both and changed the `.cuda()` calls beside them)
 _APEX_KERNELS = frozenset({"contrib", "optimizers", "normalization", "mlp", "fused_dense"})
-# ... and the entries of ``apex.amp`` and ``apex.parallel`` that run only on CUDA (above): a
-# sign where called on every run, not where imported
+# ... and apex.amp's and apex.parallel's CUDA-only entries: a sign where called on every run
 APEX_CUDA_CALLS = frozenset(
     {
         "apex.amp.initialize",
@@ -154,7 +154,7 @@ def needs_cuda_anyway(ctx: Context) -> bool:
     project imports: ``rules/_cuda_imports.py``). Once per file."""
     found = ctx.memo.get("cuda_projects.needs")
     if found is None:
-        found = ctx.memo["cuda_projects.needs"] = _needs(ctx)
+        found = ctx.memo["cuda_projects.needs"] = _needs(ctx) or defines_triton_kernel(ctx)
     return bool(found)
 
 
