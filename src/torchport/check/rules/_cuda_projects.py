@@ -78,8 +78,8 @@ test is skipped unless one succeeded is one (``rules/_import_gates.py``).
 
 So is a module surely importing a module of its own project that needs CUDA anyway by its
 own statements (``rules/_cuda_imports.py``: one level, asked only where a finding is at stake;
-the measure that decided it is there), and one defining its own Triton kernel
-(``rules/_triton_kernels.py``, with its cost). Not signals: an import of Triton (fla runs its
+the measure that decided it is there), and, not followed so, one defining its own Triton
+kernel (``rules/_own_kernels.py``, with its cost). Not signals: an import of Triton (fla runs its
 Triton kernels on XPU too), CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C``
 or other extension built through a variable, an optional import (under a ``try`` going on
 without it, for the code after it: a project that falls back when AutoGPTQ's kernels are
@@ -99,7 +99,6 @@ from torchport.check._context import Context
 from torchport.check._listing import note, real_path, remembered
 from torchport.check._patterns import found_naming, lazy_pattern
 from torchport.check.rules._own_extensions import own_extension
-from torchport.check.rules._triton_kernels import defines_triton_kernel
 
 __all__ = [
     "APEX_CUDA_CALLS",
@@ -141,8 +140,6 @@ _ABOVE = 8  # folders looked up for the checkout's root
 _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
 _KERNEL_LIBRARIES = frozenset({"cutlass"})  # CUTLASS's Python DSL compiles for NVIDIA GPUs
-_LOADS = frozenset({"load", "load_inline"})
-_EXTENSIONS = "torch.utils.cpp_extension"
 # (answer, paths noted): _listing.remembered's
 _CHECKOUTS: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by checkout folder
 _FOLDERS_SEEN: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by a file's folder
@@ -154,7 +151,7 @@ def needs_cuda_anyway(ctx: Context) -> bool:
     project imports: ``rules/_cuda_imports.py``). Once per file."""
     found = ctx.memo.get("cuda_projects.needs")
     if found is None:
-        found = ctx.memo["cuda_projects.needs"] = _needs(ctx) or defines_triton_kernel(ctx)
+        found = ctx.memo["cuda_projects.needs"] = _needs(ctx) or _own_kernel(ctx, cpp=False)
     return bool(found)
 
 
@@ -241,7 +238,7 @@ def _blocks(ctx: Context) -> dict[int, int]:
 def _needs(ctx: Context) -> bool:
     imported = [found for stmt in ctx.tree.body for found in _sure_imports(stmt)]
     return (
-        ("cpp_extension" in ctx.source and _compiles(ctx))
+        _own_kernel(ctx, cpp=True)
         or _imports_cuda(ctx, imported)
         or (_may_call_apex(ctx) and _imports_apex(imported) and _surely_calls_an_entry(ctx))
         or ("faiss" in ctx.source and _surely_calls_an_entry(ctx))
@@ -420,21 +417,14 @@ def _folder_of(path: str) -> Path:
     return Path(real_path(path)).parent
 
 
-def _compiles(ctx: Context) -> bool:
-    """``torch.utils.cpp_extension.load``/``load_inline`` called, with CUDA sources in the
-    module (nvdiffrast's ``ops.py`` lists its ``.cu`` files apart from the call); not
-    ``torch.load``, nor another ``load``."""
-    calls, sources = False, False
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if tail in _LOADS and ctx.qualname(func) == f"{_EXTENSIONS}.{tail}":
-                calls = True
-                sources = sources or any(kw.arg == "cuda_sources" for kw in node.keywords)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            sources = sources or node.value.endswith((".cu", ".cuh"))
-    return calls and sources
+def _own_kernel(ctx: Context, *, cpp: bool) -> bool:
+    """The module compiles CUDA sources (``cpp``) or defines its own Triton kernel: both in
+    ``rules/_own_kernels.py``, imported on first use, where the text names one at all."""
+    if ("cpp_extension" if cpp else "triton") not in ctx.source:
+        return False
+    from torchport.check.rules._own_kernels import compiles_cuda, defines_triton_kernel
+
+    return compiles_cuda(ctx) if cpp else defines_triton_kernel(ctx)
 
 
 def cuda_extensions(folder: Path) -> frozenset[str]:

@@ -1,5 +1,5 @@
 """A module that defines its own Triton kernel needs a GPU anyway, one importing Triton does not
-(``rules/_triton_kernels.py``, ``rules/_cuda_projects.needs_cuda_anyway``; issue 34 item 5,
+(``rules/_own_kernels.py``, ``rules/_cuda_projects.needs_cuda_anyway``; issue 34 item 5,
 the Triton tools of held-out samples AB and AF, judged low (a)).
 
 A default run leaves the rules naming CUDA out of a module whose top level defines a function

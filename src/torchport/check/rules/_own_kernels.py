@@ -1,14 +1,20 @@
-"""Code that needs a GPU anyway by a kernel of its own: a module that defines a Triton kernel.
+"""Code that needs a GPU anyway by a kernel of its own: CUDA sources it compiles, or a Triton
+kernel it defines (``rules/_cuda_projects.py`` asks both, on first use).
 
-The invariant: a module **defines its own Triton kernel** when a statement of its top level
-(not inside a function, a class, an ``if``, a ``try`` or a loop) is a function decorated with
-Triton's ``jit``, ``autotune`` or ``heuristics``, by any import (``import triton``,
-``import triton as tr``, ``from triton import jit``, ``triton.runtime``'s own), with or
-without arguments (``@triton.autotune(configs=..., key=...)``). The module's top level runs
-that decorator on every import, and the module holds a GPU kernel its own code launches. A
-default run leaves the rules naming CUDA (``_select.CUDA_NAMING``) out of such a module
-(``rules/_cuda_projects.needs_cuda_anyway`` asks it), as out of one importing a CUDA-only
-package; a rule the run names reports there as everywhere.
+A module **compiles CUDA sources** when it calls ``torch.utils.cpp_extension.load`` or
+``load_inline`` and holds CUDA sources (``cuda_sources=``, or a ``.cu``/``.cuh`` name anywhere in
+it: nvdiffrast's ``ops.py`` lists its ``.cu`` files apart from the call); not ``torch.load`` nor
+another ``load`` (:func:`compiles_cuda`). Its importers count too (``rules/_cuda_imports.py``).
+
+A module **defines its own Triton kernel** when a statement of its top level (not inside a
+function, a class, an ``if``, a ``try`` or a loop) is a function decorated with Triton's
+``jit``, ``autotune`` or ``heuristics``, by any import (``import triton``, ``import triton as
+tr``, ``from triton import jit``, ``triton.runtime``'s own), with or without arguments
+(``@triton.autotune(configs=..., key=...)``) (:func:`defines_triton_kernel`). The module's top
+level runs that decorator on every import, and the module holds a GPU kernel its own code
+launches. A default run leaves the rules naming CUDA (``_select.CUDA_NAMING``) out of such a
+module (``rules/_cuda_projects.needs_cuda_anyway``), as out of one importing a CUDA-only
+package; a rule the run names reports there as everywhere. Its importers are not followed.
 
 Measured over every judged row of samples A-AG (issue 34, branch a34ai, with each row's file
 read at its pinned commit: 3,897 of 4,398 rows, every real row of a rule naming CUDA among
@@ -36,8 +42,10 @@ import ast
 
 from torchport.check._context import Context
 
-__all__ = ["defines_triton_kernel"]
+__all__ = ["compiles_cuda", "defines_triton_kernel"]
 
+_LOADS = frozenset({"load", "load_inline"})
+_EXTENSIONS = "torch.utils.cpp_extension"
 # Triton's decorators that make (or wrap) a kernel, as qualified names
 _KERNEL_DECORATORS = frozenset(
     {
@@ -68,3 +76,19 @@ def _kernel_decorator(ctx: Context, decorator: ast.expr) -> bool:
     if not isinstance(target, (ast.Name, ast.Attribute)):
         return False
     return ctx.qualname(target, at_module=True) in _KERNEL_DECORATORS
+
+
+def compiles_cuda(ctx: Context) -> bool:
+    """``torch.utils.cpp_extension.load``/``load_inline`` called, with CUDA sources in the
+    module (above)."""
+    calls, sources = False, False
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if tail in _LOADS and ctx.qualname(func) == f"{_EXTENSIONS}.{tail}":
+                calls = True
+                sources = sources or any(kw.arg == "cuda_sources" for kw in node.keywords)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            sources = sources or node.value.endswith((".cu", ".cuh"))
+    return calls and sources
