@@ -22,6 +22,7 @@ import ast
 from collections.abc import Callable
 
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
+from torchport.check.semantic._scope import ScopeMap
 
 __all__ = [
     "followed_lambdas",
@@ -44,20 +45,24 @@ def parameters(lam: _Callable) -> set[str]:
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
 
 
-def followed_lambdas(tree: ast.AST, parents: dict[int, ast.AST]) -> set[int]:
+def followed_lambdas(scopes: ScopeMap, parents: dict[int, ast.AST]) -> set[int]:
     """The ids of the file's lambdas whose every call the port sees: called where they are
-    written, or the value of a name bound once and read only to be called."""
+    written, or the value of a name bound once and read only to be called.
+
+    The file's lambdas and names are the scope map's node index (one walk of the tree,
+    shared with its other readers); nothing here depends on their order."""
+    lambdas = scopes.nodes_of(ast.Lambda)
+    if not lambdas:
+        return set()
     bound: dict[str, int] = {}
     handed_on: set[str] = set()
-    lambdas: list[ast.Lambda] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda):
-            lambdas.append(node)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+    for node in scopes.nodes_of(ast.Name):
+        assert isinstance(node, ast.Name)
+        if isinstance(node.ctx, ast.Load):
             up = parents.get(id(node))
             if not (isinstance(up, ast.Call) and up.func is node):
                 handed_on.add(node.id)  # `map(f, outs)`, `fs = [f]`, `g = f`
-        elif isinstance(node, ast.Name):
+        else:
             bound[node.id] = bound.get(node.id, 0) + 1
     found: set[int] = set()
     for lam in lambdas:
