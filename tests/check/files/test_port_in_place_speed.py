@@ -139,3 +139,41 @@ def test_a_loaded_machine_ports_in_this_process(
     assert (jobs(None), jobs(2)) == (1, 2)
     monkeypatch.setattr(_plan.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert jobs(None) == 2
+
+
+_EVERYWHERE = """
+import torch
+f = lambda t: t * 2
+@(lambda fn: fn)
+def g(x, k=lambda: 1, *, j=(lambda: 2)) -> (lambda: int):
+    h = lambda y, z=lambda: 3: (lambda w: w)(y)
+    return [lambda: i for i in range(3)], {k: lambda: v for k, v in {}.items()}
+class C:
+    key = staticmethod(lambda s: s)
+    attr: (lambda: int) = lambda: 4
+    def m(self, a: (lambda: int) = lambda: 5):
+        return sorted(a, key=lambda e: e)
+print(f"{(lambda: 6)()}", *(lambda: [7])())
+"""
+
+
+def test_the_structure_walk_records_every_lambda_and_name() -> None:
+    """``followed_lambdas`` reads the port's structure walk's lambdas and names, not its own
+    ``ast.walk``: the walk must hold every one (decorators, defaults, annotations, class
+    bodies, comprehensions, f-strings), here and in the tutorial scripts."""
+    import ast
+
+    from torchport.check.port._facts import PortScope
+    from torchport.check.port._structure import FileStructure
+
+    scripts = Path(__file__).parents[1] / "port" / "scripts"
+    texts = [_EVERYWHERE, *(p.read_text(encoding="utf-8") for p in sorted(scripts.glob("*.py")))]
+    for text in texts:
+        tree = ast.parse(text)
+        walked = FileStructure(tree, PortScope(tree), walk=True)
+        every = list(ast.walk(tree))
+        lambdas = [id(n) for n in every if isinstance(n, ast.Lambda)]
+        names = [id(n) for n in every if isinstance(n, ast.Name)]
+        assert sorted(map(id, walked.lambdas)) == sorted(lambdas)
+        assert sorted(id(n) for found in walked.names.values() for n in found) == sorted(names)
+    assert len([n for n in ast.walk(ast.parse(_EVERYWHERE)) if isinstance(n, ast.Lambda)]) == 18

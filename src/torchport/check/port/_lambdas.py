@@ -22,7 +22,6 @@ import ast
 from collections.abc import Callable
 
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
-from torchport.check.semantic._scope import ScopeMap
 
 __all__ = [
     "followed_lambdas",
@@ -45,19 +44,20 @@ def parameters(lam: _Callable) -> set[str]:
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
 
 
-def followed_lambdas(scopes: ScopeMap, parents: dict[int, ast.AST]) -> set[int]:
+def followed_lambdas(
+    lambdas: list[ast.Lambda], names: dict[str, list[ast.Name]], parents: dict[int, ast.AST]
+) -> set[int]:
     """The ids of the file's lambdas whose every call the port sees: called where they are
     written, or the value of a name bound once and read only to be called.
 
-    The file's lambdas and names are the scope map's node index (one walk of the tree,
-    shared with its other readers); nothing here depends on their order."""
-    lambdas = scopes.nodes_of(ast.Lambda)
+    ``lambdas``: every lambda of the file; ``names``: every name node of the file, by name
+    (the port's structure walk records both: ``FileStructure``); nothing here depends on
+    their order."""
     if not lambdas:
         return set()
     bound: dict[str, int] = {}
     handed_on: set[str] = set()
-    for node in scopes.nodes_of(ast.Name):
-        assert isinstance(node, ast.Name)
+    for node in (n for found in names.values() for n in found):
         if isinstance(node.ctx, ast.Load):
             up = parents.get(id(node))
             if not (isinstance(up, ast.Call) and up.func is node):
