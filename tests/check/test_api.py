@@ -145,6 +145,7 @@ def test_parallel_equals_serial(
     assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process
     assert process_pools == []
     monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(plan_module.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # idle cores
     # jobs=None: a check stays in this process however many files (each worker would
     # work out the project view again); a fix takes workers from many files up
     assert check_paths([tmp_path]).findings == serial.findings

@@ -37,14 +37,15 @@ def _jobs(text: str) -> int:
 
         raise argparse.ArgumentTypeError(
             f"expected a number of worker processes, 1 or more, got {text!r} "
-            f"(leave --jobs out for the default: check 1, fix and port one per core for many files)"
+            f"(leave --jobs out for the default: check 1, fix and port one per idle core for "
+            f"many files)"
         )
     return value
 
 
 def add_paths(
     parser: argparse.ArgumentParser,
-    jobs: str = "one per core when there are many files",
+    jobs: str = "one per idle core when there are many files",
 ) -> None:
     """PATH..., stdin naming, config and jobs: what every file command takes.
 

@@ -2,7 +2,8 @@
 
 Files are split into chunks and checked by a
 :class:`~concurrent.futures.ProcessPoolExecutor` with ``jobs`` workers, or in this process
-(``jobs=1``). A fix or port by default takes one worker per usable core from
+(``jobs=1``). A fix or port by default takes one worker per usable core that no other
+process keeps busy (the load average's; one process below two) from
 :data:`PARALLEL_MIN_FILES` files and :data:`PARALLEL_MIN_BYTES` bytes up; a check by
 default runs in this process (:func:`check_paths`: what each file asks of its project is
 most of a check, and every worker would work it out again). Results are sorted by (path,

@@ -97,7 +97,7 @@ def _check_jobs(jobs: int | None) -> None:
         raise ConfigError(
             f"--jobs (jobs=) must be a number of worker processes, 1 or more; got {jobs!r}: "
             f"give a positive number, or leave it out for the default (check: 1; fix and port: "
-            f"one per core when there are many files)"
+            f"one per idle core when there are many files)"
         )
 
 
@@ -259,8 +259,23 @@ def plan(
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if jobs is None:
         many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
-        jobs = (cpus or 1) if many else 1
+        jobs = _free_cores(cpus or 1) if many else 1
     return Plan(list(groups.values()), errors, rules, jobs, stdin, tuple(sorted(plain)))
+
+
+def _free_cores(cpus: int) -> int:
+    """The workers a run takes by default: the usable cores no other process keeps busy,
+    ``cpus`` less the last minute's load average, rounded; 1 (this process) below two.
+
+    A worker works out again the project view of its files' imports (in a port about a
+    quarter of the work, each worker), so workers on cores that other processes hold cost
+    more wall time than one process: timm's port, two workers on two cores, load 5:
+    40 s wall against 31 s in one process (benchmarks/RESULTS.md, branch p31ai)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here (Windows): every core
+        return cpus
+    return max(1, min(cpus, int(cpus - load + 0.5)))
 
 
 def chunked(run: Plan, files: Sequence[tuple[str, tuple[str, ...]]] | None = None) -> list[Chunk]:

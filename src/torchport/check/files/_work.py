@@ -481,15 +481,12 @@ def _fix_files(chunk: Chunk) -> list[Report]:
         if doc is not None and tree is not None:
             full = _ruleset(chunk.rules, ignored, chunk.scoped)
             try:
-                outcome = fix_text(
-                    doc.text,
-                    path,
-                    full,
-                    unsafe=chunk.unsafe,
-                    tree=tree,
-                    fixable=chunk.fixable,
-                    settings=chunk.settings,
-                )
+                # A writing run changes the tree only between files: a file's fix is a span
+                with listed_once():  # (a dry run's: fix_chunk's span holds them all)
+                    outcome = fix_text(
+                        doc.text, path, full, unsafe=chunk.unsafe, tree=tree,
+                        fixable=chunk.fixable, settings=chunk.settings,
+                    )  # fmt: skip
             except Exception as exc:
                 report.errors.append(_internal(path, exc, doc.text))
             else:

@@ -139,7 +139,8 @@ class PortFacts:
         self._find_models()
         # What the program's own device choices govern (`DeviceName.kept_for`): its call graph.
         self.device_name.calls = [(c[1].node, c[3].node) for c in self._own_calls]
-        self.flow.followed = followed_lambdas(tree, self.parents)  # (`_lambdas`)
+        structure = self.structure
+        self.flow.followed = followed_lambdas(structure.lambdas, structure.names, self.parents)
         raw = run_flow(self, self._own_calls)  # (hand-trained weights: raw_parameters)
         share_globals(self)  # and those functions leave in the module's names
         for scope in self.scopes:

@@ -44,20 +44,25 @@ def parameters(lam: _Callable) -> set[str]:
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
 
 
-def followed_lambdas(tree: ast.AST, parents: dict[int, ast.AST]) -> set[int]:
+def followed_lambdas(
+    lambdas: list[ast.Lambda], names: dict[str, list[ast.Name]], parents: dict[int, ast.AST]
+) -> set[int]:
     """The ids of the file's lambdas whose every call the port sees: called where they are
-    written, or the value of a name bound once and read only to be called."""
+    written, or the value of a name bound once and read only to be called.
+
+    ``lambdas``: every lambda of the file; ``names``: every name node of the file, by name
+    (the port's structure walk records both: ``FileStructure``); nothing here depends on
+    their order."""
+    if not lambdas:
+        return set()
     bound: dict[str, int] = {}
     handed_on: set[str] = set()
-    lambdas: list[ast.Lambda] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda):
-            lambdas.append(node)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+    for node in (n for found in names.values() for n in found):
+        if isinstance(node.ctx, ast.Load):
             up = parents.get(id(node))
             if not (isinstance(up, ast.Call) and up.func is node):
                 handed_on.add(node.id)  # `map(f, outs)`, `fs = [f]`, `g = f`
-        elif isinstance(node, ast.Name):
+        else:
             bound[node.id] = bound.get(node.id, 0) + 1
     found: set[int] = set()
     for lam in lambdas:

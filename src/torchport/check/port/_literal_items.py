@@ -52,7 +52,6 @@ class LiteralItems:
         self.ctx = ctx
         # id(binding) -> key -> the values stored under it; None: a use not read so
         self._stores: dict[int, dict[object, list[ast.expr]] | None] = {}
-        self._names: dict[str, list[ast.Name]] | None = None  # a name -> its reads, file-wide
 
     def of(self, expr: ast.expr) -> list[ast.expr] | None:
         """The values the subscript ``expr`` of a container literal may read, or None."""
@@ -151,7 +150,8 @@ class LiteralItems:
         stores: dict[object, list[ast.expr]] = {}
         keys: list[object] = []
         grows = counted = False
-        for n in self._reads().get(binding.name, []):
+        # every read of the name in the file, in `ast.walk` order (the scope map's index)
+        for n in self.ctx.scopes.loads_of(binding.name):
             if self.ctx.scopes.resolve(n.id, n) is not binding.scope:
                 continue
             up = parent(n)
@@ -314,15 +314,6 @@ class LiteralItems:
             return []
         chosen = [v for k, v in self._pairs(value, _DEPTH) or [] if isinstance(k, str) and k == key]
         return chosen[-1:]  # the last of a repeated key wins, as in Python
-
-    def _reads(self) -> dict[str, list[ast.Name]]:
-        """Every load of each name in the file (one walk)."""
-        if self._names is None:
-            self._names = {}
-            for node in ast.walk(self.ctx.tree):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    self._names.setdefault(node.id, []).append(node)
-        return self._names
 
 
 _DEPTH = 4  # copies of copies followed at most this deep

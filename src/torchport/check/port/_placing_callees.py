@@ -55,6 +55,7 @@ from torchport.check.port._kept_models import (
     setters_of,
     through_properties,
 )
+from torchport.check.port._module_callables import ModuleCallables
 from torchport.check.port._module_files import module_facts
 from torchport.check.port._script_path import module_function_called, script_lookups
 from torchport.check.semantic._binding import BindingKind
@@ -79,7 +80,7 @@ _EXITS = (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)
 # tuple: the methods that set that device)
 Kept = bool | tuple[str, ...]
 Moved = tuple[tuple[tuple[int, str], tuple[int, str], Kept], ...]
-_CACHE: dict[str, tuple[tuple[int, int], dict[str, Moved]]] = {}
+_CACHE: dict[str, tuple[tuple[int, int], ModuleCallables | None]] = {}
 _SELF = "(self)"
 CpuTest = Callable[[ast.expr], bool]  # whether a device expression names the CPU there
 
@@ -336,21 +337,15 @@ def _dataclass_init(cls: ast.ClassDef) -> Moved:
     )
 
 
-def _callables_of(tree: ast.Module) -> dict[str, Moved]:
-    found: dict[str, Moved] = {}
-    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}  # the last counts
-    for stmt in tree.body:
-        if isinstance(stmt, _FUNCTIONS):
-            found[stmt.name] = () if stmt.decorator_list else moved_parameters_of(stmt)
-        elif isinstance(stmt, ast.ClassDef):
-            found[stmt.name] = _init_of(stmt, classes)  # the last definition counts
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    found.pop(node.id, None)
-                elif isinstance(node, ast.alias):
-                    found.pop((node.asname or node.name).split(".")[0], None)
-    return found
+def _callables_of(tree: ast.Module) -> ModuleCallables:
+    return ModuleCallables(tree, _answer)  # (each name worked out when asked)
+
+
+def _answer(stmt: ast.stmt, classes: dict[str, ast.ClassDef]) -> Moved:
+    if isinstance(stmt, ast.ClassDef):
+        return _init_of(stmt, classes)
+    assert isinstance(stmt, _FUNCTIONS)
+    return () if stmt.decorator_list else moved_parameters_of(stmt)
 
 
 def moved_of_call(call: ast.Call, ctx: Context) -> Moved:
@@ -375,7 +370,8 @@ def moved_of_call(call: ast.Call, ctx: Context) -> Moved:
     if callee is None or callee[1] is None:
         return ()
     name, path = callee[0], callee[1]
-    return module_facts(path, script_lookups(ctx), _CACHE, _callables_of, {}).get(name, ())
+    found = module_facts(path, script_lookups(ctx), _CACHE, _callables_of, None)
+    return () if found is None else found.get(name, ())
 
 
 def _cls_of_classmethod(func: ast.Name, param: ast.AST, ctx: Context) -> Moved:

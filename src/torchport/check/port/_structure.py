@@ -83,6 +83,7 @@ class FileStructure:
         self.imports: list[ast.AST] = []
         self.moves: list[ast.Call] = []  # `.to(...)`/`.cuda(...)` calls, in walk order
         self.cpu_calls: list[ast.Call] = []  # `.cpu(...)` calls, in walk order
+        self.lambdas: list[ast.Lambda] = []  # every lambda of the file (in no set order)
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._spots: dict[str, list[tuple[int, int]]] | None = None
         self._loads: dict[str, list[ast.Name]] = {}
@@ -158,12 +159,12 @@ class FileStructure:
         parents, scope_of, names = self.parents, self.scope_of, self.names
         attributes = self.attributes
         moves, imports, classdefs = self.moves, self.imports, self.classdefs
-        cpu_calls = self.cpu_calls
+        cpu_calls, lambdas = self.cpu_calls, self.lambdas
         enter_function = self._enter_function
         fields_of: dict[type, tuple[str, ...]] = {}
         node_class, name_class, call_class, store_class = ast.AST, ast.Name, ast.Call, ast.Store
         constant_class, attribute_class, classdef_class = ast.Constant, ast.Attribute, ast.ClassDef
-        statement_kind, opens = _STATEMENT_KIND, _OPENS
+        statement_kind, opens, lambda_class = _STATEMENT_KIND, _OPENS, ast.Lambda
         while stack:
             node, scope = pop()
             cls = node.__class__
@@ -200,6 +201,8 @@ class FileStructure:
                     held.append(node)  # type: ignore[arg-type]
             elif kind is _IMPORT:
                 imports.append(node)
+            elif cls is lambda_class:
+                lambdas.append(node)  # type: ignore[arg-type]
             if scope is not None:
                 scope.nodes.append(node)
                 scope_of[id(node)] = scope
@@ -258,6 +261,8 @@ class FileStructure:
                 self.cpu_calls.append(node)  # type: ignore[arg-type]
         elif cls in _IMPORTS:
             self.imports.append(node)
+        elif cls is ast.Lambda:
+            self.lambdas.append(node)  # type: ignore[arg-type]
 
     def _enter_function(
         self,
