@@ -168,6 +168,7 @@ class DeviceFlow:
         self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
         # (operand, scope, where it meets only guessed device values): reported (_guesses).
         self.guesses: list[tuple[ast.expr, PortScope, ast.AST]] = []
+        self.defaults: dict[int, str] = {}  # a default's nodes meeting only those: why
         self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
         self.followed: set[int] = set()  # lambdas whose calls are seen, and of loose ones'
         self.loose: dict[int, str] = {}  # meetings, by id, where they go (_lambdas)

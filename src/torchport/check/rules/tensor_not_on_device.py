@@ -122,6 +122,9 @@ class TensorNotOnDevice(Rule):
             if crossings:
                 at, message = guesses.meeting_fix(ctx, crossings)
                 yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
+        if id(node) in facts.flow.defaults:  # a default meeting only guessed values
+            yield ctx.finding(self, node, message=facts.flow.defaults[id(node)])
+            return
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:  # a side computation left on the CPU is said (`_side_computations`)
             if (said := side_report(node, facts)) is not None:
