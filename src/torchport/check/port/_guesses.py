@@ -181,9 +181,7 @@ def share_with_module(
         flow.propagate(holder, guess=True)
 
 
-def _guessed_defaults(
-    flow: DeviceFlow, scope: PortScope
-) -> list[tuple[str, ast.expr, ast.AST]]:
+def _guessed_defaults(flow: DeviceFlow, scope: PortScope) -> list[tuple[str, ast.expr, ast.AST]]:
     """The defaults of ``scope``'s parameters that meet only guessed device values there, each
     with a meeting of the function's guesses (``def f(t, w=torch.ones(2))`` handed the model's
     output and a ``.cpu()`` copy: ``w`` meets ``t`` only; the flow moves nothing for it, and
@@ -348,9 +346,9 @@ def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
     ((param, tensors),) = scope.seed_tensors.items()
     if scope.values_of(param) or param in scope.loop_bound:
         return None  # rebound: what it holds there is not what the callers hand
-    rest = getattr(getattr(scope.node, "args", None), "vararg", None)
-    if rest is not None and rest.arg == param:
-        return None  # `*ts`: a tuple, no `.device`
+    a = getattr(scope.node, "args", None)
+    if param in {getattr(getattr(a, k, None), "arg", None) for k in ("vararg", "kwarg")}:
+        return None  # `*ts`, `**kw`: a tuple, a dict: no `.device`
     if any(unpacked(t, v, scope) for t, v in scope.assigns) or any(
         isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
         for n in scope.nodes
