@@ -170,7 +170,7 @@ def test_a_lambda_not_only_called_by_name_is_followed_or_reported(
         left = [(f.code, f.line) for f in ported.remaining]
         host_copy = CALLED[called][1] and body != "runs the model"
         default = as_def and body == "a default"  # made where `f` is written: reported
-        if form in LOOSE or (host_copy and (form == "named" and not as_def or default)):
+        if form in LOOSE or (host_copy and ((form == "named" and not as_def) or default)):
             held = "def f(" if as_def else "lambda t"
             lines = _lines_of(ported.source, held)
             code = "TP503" if body != "runs the model" else "TP520" if as_def else "TP523"

@@ -27,6 +27,10 @@ def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
     chosen = to_place(node, facts, helpers=False)
     if chosen is not None and only_guessed(node, facts):
         return False  # reported, not moved (`_guesses`)
+    from torchport.check.port._shared_memory import shared_memory
+
+    if chosen is not None and shared_memory(node, facts):
+        return False  # reported, not moved: it shares its memory with an array
     found = facts.device_at(node) if chosen is not None else None
     if chosen is None or found is None:
         return False

@@ -112,6 +112,7 @@ class TensorNotOnDevice(Rule):
         facts = port_facts(ctx)
         from torchport.check.port import _guesses as guesses  # on first use
         from torchport.check.port._placed import only_guessed, to_place
+        from torchport.check.port._shared_memory import shared_memory
         from torchport.check.port._side_computations import side_report
 
         scope = facts.scope_of.get(id(node), facts.module)
@@ -141,6 +142,9 @@ class TensorNotOnDevice(Rule):
             yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
             return
         name, cast, helper = chosen
+        if shared := shared_memory(node, facts):  # a copy would not see the writes
+            yield ctx.finding(self, node, message=shared)
+            return
         if found is None:
             yield ctx.finding(self, node, message=_placed_by_the_program(facts, node))
             return
