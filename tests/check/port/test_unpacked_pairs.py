@@ -103,3 +103,18 @@ def test_every_unpacked_pair_is_placed_or_said() -> None:
             )
         )
     )
+
+
+def test_a_creator_s_sizes_are_no_data_that_meets_the_device() -> None:
+    """timm's ``profile_fvcore``: with ``device`` read per item, ``torch.ones((batch_size,) +
+    input_size, device=device)`` meets the model, and its sizes were taken for data meeting
+    it (TP520 on ``input_size`` and ``batch_size``, a tuple of ints and an int; the same on
+    the base with one name per line). A sized creator's arguments are no data
+    (``_device_flow._SIZED``): nothing left."""
+    source = (
+        "import torch\n\n\ndef profile(model, input_size=(3, 224, 224), batch_size=1):\n"
+        "    device, dtype = next(model.parameters()).device, next(model.parameters()).dtype\n"
+        "    example_input = torch.ones((batch_size,) + input_size, device=device, dtype=dtype)\n"
+        "    return model(example_input)\n"
+    )
+    assert port_text(source).remaining == []

@@ -40,6 +40,13 @@ from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
 
+# Creators whose arguments are sizes and numbers, never data: what meets their tensor does not
+# meet those (`torch.ones((batch_size,) + input_size)`: no tensor there to move; d31ai).
+_SIZED = frozenset(
+    f"torch.{n}"
+    for n in ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand",
+              "randn", "randint", "randperm", "tril_indices", "triu_indices")
+)  # fmt: skip
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Protocol
@@ -474,7 +481,7 @@ class DeviceFlow:
                         continue  # `data.view(batch_size, -1)`: where `data` is, no data
                 elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue
-                if self._makes_object(func):
+                if self._makes_object(func) or self.ctx.qualname(func) in _SIZED:
                     continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
                 kept = cpu_arguments(node, self.ctx)  # lengths
                 given = [*node.args, *(k.value for k in node.keywords)]

@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["only_guessed", "placed_by_the_port", "to_place"]
+__all__ = ["only_guessed", "placed_by_the_port", "placed_by_the_program", "to_place"]
 
 
 def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
@@ -113,3 +113,18 @@ def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
     if not isinstance(parent, ast.Attribute) or not isinstance(up, ast.Call):
         return False
     return is_move(up) or facts.to_cpu(up, scope)
+
+
+def placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
+    """TP503's message where the program places its model per process, or chose its own
+    device out of ``node``'s sight (None: the rule's own)."""
+    placed = facts.own_placement
+    if placed is None:
+        return facts.device_name.kept_message(node)
+    from torchport.check.rules._snippets import short_call
+
+    return (
+        "make the tensor on the device the program put its model on "
+        f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
+        "overrule the program's own placement"
+    )

@@ -138,6 +138,7 @@ def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) ->
     for node in scope.nodes:
         if getattr(node, "lineno", 0) <= after:
             continue
+        target: ast.expr
         if isinstance(node, ast.AugAssign):
             target = node.target
         elif isinstance(node, ast.Subscript | ast.Attribute) and (
