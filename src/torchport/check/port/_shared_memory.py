@@ -11,7 +11,8 @@ and says nothing (issue 31, k31ah's strict xfail). A dtype cast chained to the m
 The invariant (:func:`shared_memory`, asked by TP503 and by ``_placed.placed_by_the_port``, so
 that the value kinds agree): the port moves such a tensor only where no write can be seen
 through the sharing: the array's name is rebound by the statement that makes the tensor
-(``a = torch.from_numpy(a)``: the array has no other name there), or every other use of the
+(``a = torch.from_numpy(a)``, ``s = torch.unsqueeze(torch.from_numpy(s), 0)``: the array has no
+other name there), or every other use of the
 array's name after it (and, for a module-level array, in any function that does not bind the
 name) is a read that makes a new value (an attribute, arithmetic, a comparison, ``len``,
 ``print``, a copying method such as ``.copy()``/``.astype()``/``.sum()``), and no name bound
@@ -22,6 +23,8 @@ array another function or module holds (a parameter's caller) is not followed.
 from __future__ import annotations
 
 import ast
+
+from torchport.check.port._device_flow import names_of
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -54,11 +57,13 @@ def shared_memory(node: ast.Call, facts: PortFacts) -> str:
         return "" if fresh else _message(source)
     scope = facts.scope_of.get(id(node)) or facts.module
     bound = _bound(node, facts)
-    if source.id in bound:
-        return ""  # `a = torch.from_numpy(a)`: the array has no other name here
     statement: ast.AST | None = node
     while statement is not None and not isinstance(statement, ast.stmt):
         statement = facts.parents.get(id(statement))
+    if isinstance(statement, ast.Assign) and any(
+        source.id in names_of(t) for t in statement.targets
+    ):  # `a = torch.from_numpy(a)`, `s = torch.unsqueeze(torch.from_numpy(s), 0)`
+        return ""  # the array has no other name here after it
     after = getattr(statement, "end_lineno", None) or node.lineno
     written = _written(bound, scope, facts, after)
     for use in _uses(source.id, scope, facts):
@@ -84,7 +89,6 @@ def _bound(node: ast.Call, facts: PortFacts) -> set[str]:
     """The names an assignment binds the tensor (``node`` with its casts) to, where it is
     the whole value (``t = torch.from_numpy(a).float()``)."""
     from torchport.check.port._chains import cast_end
-    from torchport.check.port._device_flow import names_of
 
     tensor = cast_end(node, facts.parents) or node
     up = facts.parents.get(id(tensor))
