@@ -71,8 +71,9 @@ _EACH = [(_PARTIAL[i % 4], b, "if chain") for i, b in enumerate(sorted(_BINDINGS
 _EACH += [(("cuda", "mps"), "a pair", "expression"), (("cuda",), "a pair", "one-armed")]
 
 
-# (no shrinking: each example is a child's run)
-@settings(max_examples=2, deadline=None, phases=(Phase.explicit, Phase.generate))
+# the default run: the explicit cases only (each example is a child's run on `sim`); the
+# whole table, every case drawn here, is the slow test below (`-m slow`)
+@settings(deadline=None, phases=(Phase.explicit,))
 @given(st.lists(CASE, min_size=2, max_size=5))
 @example(_EACH)
 def test_a_cpu_fallback_bound_by_unpacking_is_placed_or_said(
@@ -99,3 +100,9 @@ def test_an_unpacked_chain_testing_each_accelerator_stays_silent() -> None:
         assert check_source(source, "train.py", select=["TP120"]) == [], source
     source = _program(("xpu", "cuda", "mps"), "a pair", "expression")
     assert check_source(source, "train.py", select=["TP120"]) == [], source
+
+
+@pytest.mark.slow  # every chain x binding x form (48 programs) in one child
+def test_every_unpacked_cpu_fallback_is_placed_or_said() -> None:
+    table = [(d, b, f) for d in _PARTIAL for b in sorted(_BINDINGS) for f in _FORMS]
+    placed_or_said([_program(*case) for case in table])
