@@ -119,3 +119,16 @@ def test_a_default_meeting_a_host_copy_is_said_where_it_is_made() -> None:
 @pytest.mark.slow  # the whole table (126 programs) in one child
 def test_every_handed_parameter_is_placed_or_said() -> None:
     _check(TABLE)
+
+
+def test_a_default_that_makes_no_tensor_is_not_said() -> None:
+    """Near forms: defaults made by calls that make no tensor (``len(xs)``, ``float(2)``,
+    ``np.ones(2)``, ``torch.device("cpu")``) beside the same host-copy callers: nothing left."""
+    source = (
+        "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\nx = torch.ones(3, 4)\n"
+        "xs = [1, 2]\n"
+        'def f(t, n=len(xs), a=np.ones(2), d=torch.device("cpu"), s=float(2.0)):\n'
+        "    return t * n * s\n"
+        "OUT.append(f(model(x)).detach())\nOUT.append(f(model(x).detach().cpu()).detach())\n"
+    )
+    assert port_text(source).remaining == []

@@ -19,7 +19,13 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["only_guessed", "placed_by_the_port", "placed_by_the_program", "to_place"]
+__all__ = [
+    "guessed_default",
+    "only_guessed",
+    "placed_by_the_port",
+    "placed_by_the_program",
+    "to_place",
+]
 
 
 def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
@@ -128,3 +134,13 @@ def placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
         f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
         "overrule the program's own placement"
     )
+
+
+def guessed_default(node: ast.Call, facts: PortFacts) -> str | None:
+    """TP503's message where ``node`` makes a host tensor (a creator, a project helper
+    returning one) as a parameter's default that meets only guessed device values
+    (``_guesses._guessed_defaults``); None for any other call (``n=len(xs)``)."""
+    why = facts.flow.defaults.get(id(node))
+    name = facts.ctx.qualname(node.func)
+    helper = why is not None and facts.cpu_tensor_call(node)
+    return why if why is not None and _makes_a_host_tensor(node, name, helper=helper) else None

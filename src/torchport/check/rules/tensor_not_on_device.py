@@ -111,7 +111,12 @@ class TensorNotOnDevice(Rule):
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
         from torchport.check.port import _guesses as guesses  # on first use
-        from torchport.check.port._placed import only_guessed, placed_by_the_program, to_place
+        from torchport.check.port._placed import (
+            guessed_default,
+            only_guessed,
+            placed_by_the_program,
+            to_place,
+        )
         from torchport.check.port._shared_memory import shared_memory
         from torchport.check.port._side_computations import side_report
 
@@ -123,8 +128,8 @@ class TensorNotOnDevice(Rule):
             if crossings:
                 at, message = guesses.meeting_fix(ctx, crossings)
                 yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
-        if id(node) in facts.flow.defaults:  # a default meeting only guessed values
-            yield ctx.finding(self, node, message=facts.flow.defaults[id(node)])
+        if said := guessed_default(node, facts):  # a default meeting only guessed values
+            yield ctx.finding(self, node, message=said)
             return
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:  # a side computation left on the CPU is said (`_side_computations`)
