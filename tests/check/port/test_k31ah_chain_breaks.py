@@ -51,10 +51,10 @@ def test_a_test_that_picks_no_device_does_not_cover() -> None:
     assert len(left) == 1 and "XPU" in left[0].message, left
 
 
-@pytest.mark.xfail(strict=True, reason="k31ah: a CPU `else` bound by unpacking is not read")
 def test_a_chain_whose_else_unpacks_the_cpu_is_reported() -> None:
     """A miss, not a false report: ``device, n = "cpu", 0`` in the ``else`` is the CPU, but
-    ``_sets_the_cpu`` reads a single target only; the chain leaving XPU out stays silent."""
+    ``_sets_the_cpu`` read a single target only; the chain leaving XPU out stayed silent. A
+    strict xfail until d31ai (the class: ``test_unpacked_cpu_choices.py``)."""
     source = (
         'import torch\n\nif torch.cuda.is_available():\n    device, n = "cuda", 1\n'
         'elif torch.backends.mps.is_available():\n    device, n = "mps", 1\n'

@@ -11,8 +11,6 @@ accelerator: the same values with every output on ``sim:0``, or a finding left.
 
 from __future__ import annotations
 
-import pytest
-
 from tests.check.port.no_cuda_sim import (
     _EXEC,
     _EXEC_PRINTED,
@@ -90,11 +88,11 @@ def test_a_random_draw_from_a_side_tensor_is_said() -> None:
         assert any("random draw" in f.message for f in port.remaining), port.remaining
 
 
-@pytest.mark.xfail(strict=True, reason="k31ah: the device flow copies a from_numpy tensor")
 def test_a_model_input_sharing_an_arrays_memory_is_placed_or_said() -> None:
-    """Not a side computation (it meets the model), and older than h31ah: the flow writes
-    ``torch.from_numpy(a).to(device)``, a copy; the write to ``a`` after it is lost on the
-    device, silently (on ``sim``: other values, no finding)."""
+    """Not a side computation (it meets the model), and older than h31ah: the flow wrote
+    ``torch.from_numpy(a).to(device)``, a copy; the write to ``a`` after it was lost on the
+    device, silently (on ``sim``: other values, no finding). A strict xfail until d31ai:
+    now reported (``port/_shared_memory``; the class: ``test_shared_memory.py``)."""
     source = (
         "import numpy as np\nimport torch\nimport torch.nn as nn\n\nmodel = nn.Linear(3, 2)\n"
         "a = np.zeros((1, 3), dtype=np.float32)\nt = torch.from_numpy(a)\na[0, 0] = 5.0\n"

@@ -131,15 +131,15 @@ _DEFAULT_MEETS_A_HOST_COPY = [
     for form in FOLLOWED
     for in_main in (False, True)
 ]
-# A followed `def` whose tensor default meets a host copy is drawn apart, in the strict
-# xfail below (a class known silent: `_DEFAULT_MEETS_A_HOST_COPY`).
+# A followed `def` whose tensor default meets a host copy (silent until d31ai: the default
+# moved nowhere, said nowhere) is also run on its own below, every case.
 CASE = st.tuples(
     st.sampled_from(FOLLOWED + LOOSE),
     st.sampled_from(sorted(BODIES)),
     st.sampled_from(sorted(CALLED)),
     st.booleans(),
     st.booleans(),
-).filter(lambda case: case not in _DEFAULT_MEETS_A_HOST_COPY)
+)
 # each form once (the base failed every one of these): a lambda handed the model's output
 _EACH = [(form, "ones", "the model's output", False, False) for form in FOLLOWED[1:] + LOOSE]
 _EACH += [("named", "a default", "twice on the device", False, True)]
@@ -169,7 +169,8 @@ def test_a_lambda_not_only_called_by_name_is_followed_or_reported(
         assert port_text(ported.source).source == ported.source, case  # idempotent
         left = [(f.code, f.line) for f in ported.remaining]
         host_copy = CALLED[called][1] and body != "runs the model"
-        if form in LOOSE or (host_copy and form == "named" and not as_def):
+        default = as_def and body == "a default"  # made where `f` is written: reported
+        if form in LOOSE or (host_copy and ((form == "named" and not as_def) or default)):
             held = "def f(" if as_def else "lambda t"
             lines = _lines_of(ported.source, held)
             code = "TP503" if body != "runs the model" else "TP520" if as_def else "TP523"
@@ -183,15 +184,10 @@ def test_a_lambda_not_only_called_by_name_is_followed_or_reported(
         assert run.get("same") and run["devices"] == devices, (case, run, ported.source)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a function's tensor default (`def f(t, w=torch.ones(2))`) that meets the device "
-    "values and a host copy handed to `f`: the port writes `w = w.to(device)` in the body "
-    "(TP502, as for a batch), so the call with the host copy stops on the device, '0 left' "
-    "(found by this file's random draw in the lead's merge run, 2026-12-02); the sound port "
-    "moves it where it meets `t` (`w.to(t.device)`), or reports it",
-)
 def test_a_def_s_tensor_default_meeting_a_host_copy_is_moved_where_it_meets_or_reported() -> None:
+    """A strict xfail until d31ai (the lead's merge run, 2026-12-02): the default met the
+    device values and a host copy handed to `f`, moved nowhere, '0 left'. Now reported
+    (TP503 at the default: `_guesses._guessed_defaults`)."""
     cases = _DEFAULT_MEETS_A_HOST_COPY
     sources = [_program(*case) for case in cases]
     ports = [port_text(source) for source in sources]
@@ -199,5 +195,7 @@ def test_a_def_s_tensor_default_meeting_a_host_copy_is_moved_where_it_meets_or_r
     for case, ported, run in zip(cases, ports, runs, strict=True):
         if ported.remaining:
             assert "error" in run, (case, run)  # the leftover is real
+            left = {(f.code, f.line) for f in ported.remaining}
+            assert left <= {("TP503", n) for n in _lines_of(ported.source, "def f(")}, left
             continue
         assert run.get("same") and run["devices"] == ["sim:0", "cpu"], (case, run, ported.source)

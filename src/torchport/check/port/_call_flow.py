@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.port._call_sites import handed as _handed
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, library_result
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope, names_of
@@ -351,28 +352,6 @@ def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:
         and flow.on_device(n.value, target)
         for n in target.nodes
     )
-
-
-def _handed(
-    call: ast.Call, params: list[str], target: PortScope, flow: DeviceFlow
-) -> list[tuple[str, ast.expr]]:
-    """(parameter, argument) for each argument a call hands a named parameter; the items
-    of a dict unpacked into keywords (``f(**d)``) by their keys (``LiteralItems.unpacked``)."""
-    pairs: list[tuple[str, ast.expr]] = []
-    for i, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break  # the positions after it are not told
-        if i < len(params):
-            pairs.append((params[i], arg))
-    node = target.node
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        a = node.args
-        names = {p.arg for p in (*a.args, *a.kwonlyargs)}
-        pairs += [(k.arg, k.value) for k in call.keywords if k.arg is not None and k.arg in names]
-        for k in call.keywords:
-            given = flow.items.unpacked(k.value) if k.arg is None else None
-            pairs += [(key, v) for key, vs in (given or {}).items() if key in names for v in vs]
-    return pairs
 
 
 def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:

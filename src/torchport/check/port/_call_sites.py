@@ -19,11 +19,13 @@ from torchport.check.semantic import Binding, BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from torchport.check.port._device_flow import DeviceFlow
     from torchport.check.port._facts import PortFacts
 
 __all__ = [
     "callee",
     "callees",
+    "handed",
     "method_of_receiver",
     "methods_by_name",
     "overrides",
@@ -378,3 +380,40 @@ def _add_stores(
         for n in ast.walk(target):
             if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
                 found.setdefault(n.attr, []).append((n, None, cls))
+
+
+def handed(
+    call: ast.Call, params: list[str], target: PortScope, flow: DeviceFlow
+) -> list[tuple[str, ast.expr]]:
+    """(parameter, argument) for each argument an own call hands a named parameter of
+    ``target`` (or its ``*args`` tuple, its ``**kwargs`` dict: issue 31, a device value
+    handed there was followed nowhere); the items of a dict unpacked into keywords
+    (``f(**d)``) by their keys (``LiteralItems.unpacked``)."""
+    pairs: list[tuple[str, ast.expr]] = []
+    node = target.node
+    rest = getattr(getattr(node, "args", None), "vararg", None)  # `def f(*ts)`: the rest
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break  # the positions after it are not told
+        if i < len(params):
+            pairs.append((params[i], arg))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
+            pairs.append((rest.arg, arg))  # (a tuple of what they hand: `ts[0]` is one)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        a = node.args
+        names = {p.arg for p in (*a.args, *a.kwonlyargs)}
+        pairs += [(k.arg, k.value) for k in call.keywords if k.arg is not None and k.arg in names]
+        for k in call.keywords:
+            given = flow.items.unpacked(k.value) if k.arg is None else None
+            pairs += [(key, v) for key, vs in (given or {}).items() if key in names for v in vs]
+            if a.kwarg is not None:  # `def f(**kw)`: a dict of the keywords no parameter takes
+                pairs += (
+                    [(a.kwarg.arg, k.value)] if k.arg is not None and k.arg not in names else []
+                )
+                pairs += [
+                    (a.kwarg.arg, v)
+                    for n, vs in (given or {}).items()
+                    if n not in names
+                    for v in vs
+                ]
+    return pairs

@@ -40,6 +40,13 @@ from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
 
+# Creators whose arguments are sizes and numbers, never data: what meets their tensor does not
+# meet those (`torch.ones((batch_size,) + input_size)`: no tensor there to move; d31ai).
+_SIZED = frozenset(
+    f"torch.{n}"
+    for n in ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand",
+              "randn", "randint", "randperm", "tril_indices", "triu_indices")
+)  # fmt: skip
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Protocol
@@ -168,6 +175,7 @@ class DeviceFlow:
         self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
         # (operand, scope, where it meets only guessed device values): reported (_guesses).
         self.guesses: list[tuple[ast.expr, PortScope, ast.AST]] = []
+        self.defaults: dict[int, str] = {}  # a default's nodes meeting only those: why
         self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
         self.followed: set[int] = set()  # lambdas whose calls are seen, and of loose ones'
         self.loose: dict[int, str] = {}  # meetings, by id, where they go (_lambdas)
@@ -473,7 +481,7 @@ class DeviceFlow:
                         continue  # `data.view(batch_size, -1)`: where `data` is, no data
                 elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue
-                if self._makes_object(func):
+                if self._makes_object(func) or self.ctx.qualname(func) in _SIZED:
                     continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
                 kept = cpu_arguments(node, self.ctx)  # lengths
                 given = [*node.args, *(k.value for k in node.keywords)]

@@ -150,7 +150,7 @@ class PortFacts:
             if not scope.internal:
                 self.flow.propagate(scope)
         # Module-level names that functions feed to the model reach it too (and guesses).
-        share_with_module(self.flow, self.scopes)
+        share_with_module(self.flow, self.scopes, self.scope_of)
         self.has_models = (
             raw
             or bool(self.class_models)

@@ -156,15 +156,65 @@ def _names(expr: ast.AST) -> list[ast.Name]:
     return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
 
 
-def share_with_module(flow: DeviceFlow, scopes: list[PortScope]) -> None:
+def share_with_module(
+    flow: DeviceFlow, scopes: list[PortScope], scope_of: dict[int, PortScope]
+) -> None:
     """Spread the module-level names functions' meetings reach to the module: those of
-    known meetings to its reach, those of guessed ones to its guessed reach."""
+    known meetings to its reach, those of guessed ones to its guessed reach; and a
+    parameter's default that meets only guessed values (:func:`_guessed_defaults`) to the
+    guessed reach of the scope that makes it."""
     module = scopes[0]
     for scope in scopes[1:]:
         module.reach |= {n for n in scope.reach if n not in scope.local}
         module.guess_reach |= {n for n in scope.guess_reach if n not in scope.local}
+    holders = {id(module): module}
+    for scope in scopes[1:]:
+        for param, default, meeting in _guessed_defaults(flow, scope):
+            why = _default_message(scope, param, meeting)
+            flow.defaults.update((id(n), why) for n in ast.walk(default))
+            holder = scope_of.get(id(default))  # (None: a method's, made in its class body)
+            if holder is not None:  # what its names hold is reported where it is made too
+                flow.mark(default, holder.guess_reach, holder.guess_nodes)
+                holders[id(holder)] = holder
     flow.propagate(module)
-    flow.propagate(module, guess=True)
+    for holder in holders.values():
+        flow.propagate(holder, guess=True)
+
+
+def _guessed_defaults(flow: DeviceFlow, scope: PortScope) -> list[tuple[str, ast.expr, ast.AST]]:
+    """The defaults of ``scope``'s parameters that meet only guessed device values there, each
+    with a meeting of the function's guesses (``def f(t, w=torch.ones(2))`` handed the model's
+    output and a ``.cpu()`` copy: ``w`` meets ``t`` only; the flow moves nothing for it, and
+    the batch move of ``w`` (TP502) is written only for a parameter that meets a known device
+    value, so the default is reported where it is made, never moved to ``device``: the host
+    call would meet it there). Issue 31."""
+    node = scope.node
+    if scope.internal or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+    meetings = [m for _, s, m in flow.guesses if s is scope]
+    return [
+        (param.arg, default, meetings[0] if meetings else default)
+        for param, default in pairs
+        if param.arg in scope.guess_reach and param.arg not in scope.reach | scope.moved
+    ]
+
+
+def _default_message(scope: PortScope, param: str, meeting: ast.AST) -> str:
+    """TP503's message for the default of ``param`` that meets only guessed values at
+    ``meeting`` (:func:`_guessed_defaults`)."""
+    text = ast.unparse(meeting)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    name = getattr(scope.node, "name", "?")
+    return (
+        f"this tensor is the default of `{param}`, which meets, at `{text}`, a value only some "
+        f"calls of `{name}` put on the device (others hand it host data): the port does not "
+        f"move it; move it with `.to(x.device)` where it meets a tensor `x`, or keep both on "
+        "one device"
+    )
 
 
 def meeting_moves(
@@ -296,6 +346,9 @@ def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
     ((param, tensors),) = scope.seed_tensors.items()
     if scope.values_of(param) or param in scope.loop_bound:
         return None  # rebound: what it holds there is not what the callers hand
+    a = getattr(scope.node, "args", None)
+    if param in {getattr(getattr(a, k, None), "arg", None) for k in ("vararg", "kwarg")}:
+        return None  # `*ts`, `**kw`: a tuple, a dict: no `.device`
     if any(unpacked(t, v, scope) for t, v in scope.assigns) or any(
         isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
         for n in scope.nodes

@@ -19,7 +19,13 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["only_guessed", "placed_by_the_port", "to_place"]
+__all__ = [
+    "guessed_default",
+    "only_guessed",
+    "placed_by_the_port",
+    "placed_by_the_program",
+    "to_place",
+]
 
 
 def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
@@ -27,6 +33,10 @@ def placed_by_the_port(node: ast.Call, facts: PortFacts) -> bool:
     chosen = to_place(node, facts, helpers=False)
     if chosen is not None and only_guessed(node, facts):
         return False  # reported, not moved (`_guesses`)
+    from torchport.check.port._shared_memory import shared_memory
+
+    if chosen is not None and shared_memory(node, facts):
+        return False  # reported, not moved: it shares its memory with an array
     found = facts.device_at(node) if chosen is not None else None
     if chosen is None or found is None:
         return False
@@ -109,3 +119,28 @@ def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
     if not isinstance(parent, ast.Attribute) or not isinstance(up, ast.Call):
         return False
     return is_move(up) or facts.to_cpu(up, scope)
+
+
+def placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
+    """TP503's message where the program places its model per process, or chose its own
+    device out of ``node``'s sight (None: the rule's own)."""
+    placed = facts.own_placement
+    if placed is None:
+        return facts.device_name.kept_message(node)
+    from torchport.check.rules._snippets import short_call
+
+    return (
+        "make the tensor on the device the program put its model on "
+        f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
+        "overrule the program's own placement"
+    )
+
+
+def guessed_default(node: ast.Call, facts: PortFacts) -> str | None:
+    """TP503's message where ``node`` makes a host tensor (a creator, a project helper
+    returning one) as a parameter's default that meets only guessed device values
+    (``_guesses._guessed_defaults``); None for any other call (``n=len(xs)``)."""
+    why = facts.flow.defaults.get(id(node))
+    name = facts.ctx.qualname(node.func)
+    helper = why is not None and facts.cpu_tensor_call(node)
+    return why if why is not None and _makes_a_host_tensor(node, name, helper=helper) else None

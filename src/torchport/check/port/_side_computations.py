@@ -60,6 +60,7 @@ from torchport.check.port._calls import (
     is_move,
 )
 from torchport.check.port._reaching import Reaching
+from torchport.check.port._shared_memory import SHARING
 from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -85,8 +86,6 @@ _SHAPE_METHODS = frozenset(
      "mean", "std", "var", "max", "min", "argmax", "argmin", "softmax", "log_softmax",
      "cumsum", "norm", "topk", "sort", "argsort", "prod", "any", "all", "pow"}
 )  # fmt: skip
-# Makers whose tensor shares its memory with their argument: a copy on the device would not.
-_SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
 # torch functions with no CUDA kernel (pytorch#69519): their operands stay on the host.
 _CPU_ONLY = frozenset({"torch.histogram", "torch.histogramdd"})
 # Random draws computed from a tensor: on the device they come from its generator, not the
@@ -238,7 +237,7 @@ class _Closure:
     def _shared(self, call: ast.Call) -> str:
         """Why ``call``'s tensor must stay where its memory is, or "": it shares it with an
         array the program names again (``torch.from_numpy(a)``, then ``a[0] = 5.0``)."""
-        if self.ctx.qualname(call.func) not in _SHARING or not call.args:
+        if self.ctx.qualname(call.func) not in SHARING or not call.args:
             return ""
         source = call.args[0]
         if isinstance(source, ast.Call | ast.Constant | ast.List | ast.Tuple):

@@ -209,7 +209,7 @@ class FileStructure:
                 if kind is None:
                     pass
                 elif kind is _ASSIGN:
-                    scope.assigns.append((node.targets, node.value))  # type: ignore[attr-defined]
+                    scope.assigns.extend(_pairs(node))  # type: ignore[arg-type]
                 elif kind is _ANNOTATED:
                     if node.value is not None:  # type: ignore[attr-defined]
                         scope.assigns.append(([node.target], node.value))  # type: ignore[attr-defined]
@@ -368,3 +368,20 @@ def classes_by_name(structure: FileStructure, ctx: Context) -> dict[str, ast.AST
         if len(set(names)) == len(names):
             return dict(zip(names, structure.classdefs, strict=True))
     return {c.name: c for c in ctx.scopes.nodes_of(ast.ClassDef)}  # type: ignore[attr-defined]
+
+
+def _pairs(node: ast.Assign) -> list[tuple[list[ast.expr], ast.expr]]:
+    """What ``node`` binds, as (targets, value) pairs: a tuple unpacked item by item
+    (``t, w = model(x), torch.ones(2)``: ``w`` holds the ones only, not the pair, which
+    made it a device value and the ones were left on the CPU unsaid, issue 31) one pair
+    per item; any other assignment whole."""
+    (target, *more), value = node.targets, node.value
+    if (
+        more
+        or not isinstance(target, ast.Tuple | ast.List)
+        or not isinstance(value, ast.Tuple | ast.List)
+        or len(target.elts) != len(value.elts)
+        or any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        return [(node.targets, value)]
+    return [([t], v) for t, v in zip(target.elts, value.elts, strict=True)]

@@ -8,7 +8,11 @@ both. A chain testing CUDA, MPS and XPU each is what TP120 advises and is left a
 chain testing CUDA alone (TP109's), one not testing CUDA (``"mps" if torch.backends.mps...
 else "cpu"``, often under ``if not torch.cuda.is_available():``, where leaving CUDA out is
 right), one whose tests ask anything else (a flag, an option, ``torch.accelerator``), and one
-with no ``else`` (what the device was before is the program's).
+with no ``else`` (what the device was before is the program's). The CPU fallback is read
+wherever a branch binds the CPU to a name of its own (:func:`sets_the_cpu`, which TP120's
+one-armed ``if not torch.cuda.is_available():`` asks too): plainly, or as one item of an
+unpacked tuple (``device, n = "cpu", 0``, ``return "cpu", 0``, ``("cpu", 0)`` ending the
+nested conditional).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from torchport.check._context import Context
 from torchport.check._match import is_cpu_target
 from torchport.check.semantic._residence import bound_value
 
-__all__ = ["partial_chain"]
+__all__ = ["partial_chain", "sets_the_cpu", "unpacks_the_cpu"]
 
 # torch's availability tests, by the accelerator each asks about
 _TESTS = {
@@ -49,14 +53,14 @@ def partial_chain(node: ast.If | ast.IfExp, ctx: Context) -> tuple[str, str] | N
             if isinstance(link.orelse, ast.IfExp):
                 link = link.orelse
                 continue
-            if not is_cpu_target(link.orelse, ctx):
-                return None
+            if not (is_cpu_target(link.orelse, ctx) or unpacks_the_cpu(link.orelse, ctx)):
+                return None  # (`("cpu", 0)`: a pair unpacked where the chain is bound)
             break
         rest = link.orelse
         if len(rest) == 1 and isinstance(rest[0], ast.If):
             link = rest[0]
             continue
-        if not any(_sets_the_cpu(s, ctx) for s in rest):
+        if not any(sets_the_cpu(s, ctx) for s in rest):
             return None  # no `else`, or one that is not the CPU
         break
     elsewhere = _picked_beside(node, ctx)
@@ -116,8 +120,37 @@ def _a_guard(expr: ast.expr) -> bool:
     )
 
 
-def _sets_the_cpu(stmt: ast.stmt, ctx: Context) -> bool:
-    """``x = "cpu"``, ``self.device = torch.device("cpu")``, ``return "cpu"``."""
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)):
-        return stmt.value is not None and is_cpu_target(stmt.value, ctx)
-    return False
+def sets_the_cpu(stmt: ast.stmt, ctx: Context, *, returns: bool = True) -> bool:
+    """``x = "cpu"``, ``self.device = torch.device("cpu")``, ``return "cpu"`` (``returns``),
+    or the CPU bound by unpacking (``device, n = "cpu", 0``, ``return "cpu", 0``): until
+    d31ai an unpacking ``else`` was not read, and its chain stayed silent (issue 31)."""
+    kinds = (ast.Assign, ast.AnnAssign, ast.Return) if returns else (ast.Assign, ast.AnnAssign)
+    if not isinstance(stmt, kinds) or stmt.value is None:
+        return False
+    if is_cpu_target(stmt.value, ctx):
+        return True
+    return unpacks_the_cpu(stmt.value, ctx) and (
+        isinstance(stmt, ast.Return)
+        or (
+            isinstance(stmt, ast.Assign)
+            and any(_unpacked_into(t, stmt.value) for t in stmt.targets)
+        )
+    )
+
+
+def unpacks_the_cpu(value: ast.expr, ctx: Context) -> bool:
+    """``"cpu", 0`` (a tuple or list one item of which is plainly the CPU)."""
+    return isinstance(value, ast.Tuple | ast.List) and any(
+        is_cpu_target(e, ctx) for e in value.elts
+    )
+
+
+def _unpacked_into(target: ast.expr, value: ast.expr) -> bool:
+    """Whether ``target = value`` unpacks ``value``'s items one by one (the same length, no
+    starred item): the CPU item then binds a name of its own."""
+    return (
+        isinstance(target, ast.Tuple | ast.List)
+        and isinstance(value, ast.Tuple | ast.List)
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    )

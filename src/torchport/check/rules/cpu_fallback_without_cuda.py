@@ -6,10 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called, is_cpu_target
+from torchport.check._match import called
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
-from torchport.check.rules._partial_chains import partial_chain
+from torchport.check.rules._partial_chains import partial_chain, sets_the_cpu
 from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
 from torchport.check.semantic._devices import names_other_accelerator
 from torchport.check.semantic._residence import bound_value
@@ -99,7 +99,7 @@ class CpuFallbackWithoutCuda(Rule):
             return
         if not isinstance(node, ast.If) or node.orelse or not _without_cuda(node.test, ctx):
             return
-        if not any(_sets_the_cpu(stmt, ctx) for stmt in node.body):
+        if not any(sets_the_cpu(stmt, ctx, returns=False) for stmt in node.body):
             return
         if _names_another(node.test) or any(_names_another(s) for s in node.body):
             return
@@ -149,13 +149,6 @@ def _cuda_available(expr: ast.expr, ctx: Context, hops: int = 2) -> bool:
         bound = bound_value(expr, ctx)
         return bound is not None and _cuda_available(bound, ctx, hops - 1)
     return False
-
-
-def _sets_the_cpu(stmt: ast.stmt, ctx: Context) -> bool:
-    """``x = "cpu"``, ``self.device = torch.device("cpu")``: the CPU bound to a name."""
-    if isinstance(stmt, ast.Assign):
-        return is_cpu_target(stmt.value, ctx)
-    return isinstance(stmt, ast.AnnAssign) and is_cpu_target(stmt.value, ctx)
 
 
 def _names_another(node: ast.AST) -> bool:

@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._port import PortFacts, port_facts
-from torchport.check.rules._snippets import DEVICE_LINE, short_call
+from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
@@ -111,7 +111,13 @@ class TensorNotOnDevice(Rule):
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
         from torchport.check.port import _guesses as guesses  # on first use
-        from torchport.check.port._placed import only_guessed, to_place
+        from torchport.check.port._placed import (
+            guessed_default,
+            only_guessed,
+            placed_by_the_program,
+            to_place,
+        )
+        from torchport.check.port._shared_memory import shared_memory
         from torchport.check.port._side_computations import side_report
 
         scope = facts.scope_of.get(id(node), facts.module)
@@ -122,6 +128,9 @@ class TensorNotOnDevice(Rule):
             if crossings:
                 at, message = guesses.meeting_fix(ctx, crossings)
                 yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
+        if said := guessed_default(node, facts):  # a default meeting only guessed values
+            yield ctx.finding(self, node, message=said)
+            return
         chosen = to_place(node, facts, helpers=True)
         if chosen is None:  # a side computation left on the CPU is said (`_side_computations`)
             if (said := side_report(node, facts)) is not None:
@@ -138,8 +147,11 @@ class TensorNotOnDevice(Rule):
             yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
             return
         name, cast, helper = chosen
+        if shared := shared_memory(node, facts):  # a copy would not see the writes
+            yield ctx.finding(self, node, message=shared)
+            return
         if found is None:
-            yield ctx.finding(self, node, message=_placed_by_the_program(facts, node))
+            yield ctx.finding(self, node, message=placed_by_the_program(facts, node))
             return
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
@@ -156,19 +168,6 @@ def _bound(node: ast.AST, facts: PortFacts) -> set[str]:
     if isinstance(up, ast.Assign):
         return {n for t in up.targets for n in names_of(t)}
     return set(names_of(up.target)) if isinstance(up, ast.AnnAssign) else set()
-
-
-def _placed_by_the_program(facts: PortFacts, node: ast.AST) -> str | None:
-    """The message where the program places its model per process, or chose its own device
-    out of ``node``'s sight (None: the rule's own)."""
-    placed = facts.own_placement
-    if placed is None:
-        return facts.device_name.kept_message(node)
-    return (
-        "make the tensor on the device the program put its model on "
-        f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
-        "overrule the program's own placement"
-    )
 
 
 def made_on(

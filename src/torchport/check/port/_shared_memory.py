@@ -1,0 +1,158 @@
+"""A tensor that shares its memory with an array the program writes or reads again: said, not moved.
+
+``torch.from_numpy(a)`` (``torch.as_tensor``, ``torch.asarray``, ``torch.frombuffer`` of an
+array) makes a tensor over ``a``'s memory: on the CPU a write to ``a`` after it
+(``a[0, 0] = 5.0``, ``a += 1``, ``a.fill(2)``, ``np.random.shuffle(a)``) is seen through the
+tensor, and a write to the tensor (``t[0] = 4``, ``t.add_(1)``) through ``a``. Moved to the
+device, the tensor is a copy: the ported program computes on the values from before the write,
+and says nothing (issue 31, k31ah's strict xfail). A dtype cast chained to the maker
+(``.float()``) returns the same tensor where the dtype already matches, so it shares too.
+
+The invariant (:func:`shared_memory`, asked by TP503 and by ``_placed.placed_by_the_port``, so
+that the value kinds agree): the port moves such a tensor only where no write can be seen
+through the sharing: the array's name is rebound by the statement that makes the tensor
+(``a = torch.from_numpy(a)``, ``s = torch.unsqueeze(torch.from_numpy(s), 0)``: the array has no
+other name there), or every other use of the
+array's name after it (and, for a module-level array, in any function that does not bind the
+name) is a read that makes a new value (an attribute, arithmetic, a comparison, ``len``,
+``print``, a copying method such as ``.copy()``/``.astype()``/``.sum()``), and no name bound
+to the tensor is written in place. Otherwise TP503 reports it, with no fix. Syntax only: an
+array another function or module holds (a parameter's caller) is not followed.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check.port._device_flow import names_of
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._device_flow import PortScope
+    from torchport.check.port._facts import PortFacts
+
+__all__ = ["SHARING", "shared_memory"]
+
+# Makers whose tensor shares its memory with their argument (a copy on the device would not).
+SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
+# Methods of an array that read it into a new value (never write it, never give a view).
+_COPYING = frozenset(
+    {"copy", "astype", "sum", "mean", "max", "min", "std", "var", "any", "all", "argmax",
+     "argmin", "tolist", "item", "tobytes", "round", "cumsum", "prod", "nonzero"}
+)  # fmt: skip
+_VIEWS = frozenset({"T", "mT", "real", "imag", "flat", "base", "data"})  # (a view: followed)
+_READERS = frozenset({"len", "print", "repr", "str", "float", "int", "bool", "isinstance"})
+
+
+def shared_memory(node: ast.Call, facts: PortFacts) -> str:
+    """Why the tensor ``node`` makes must stay where its memory is (TP503's message), or ""
+    where the port may move it (see the module docstring)."""
+    if facts.ctx.qualname(node.func) not in SHARING or not node.args:
+        return ""
+    source = node.args[0]
+    if not isinstance(source, ast.Name):
+        # made in the call (`np.ones(3)`, a list): nothing else holds it; an attribute or an
+        # item (`self.buf`, `arrays[0]`) is held elsewhere: said
+        fresh = isinstance(source, ast.Call | ast.Constant | ast.List | ast.Tuple | ast.BinOp)
+        return "" if fresh else _message(source)
+    scope = facts.scope_of.get(id(node)) or facts.module
+    bound = _bound(node, facts)
+    statement: ast.AST | None = node
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = facts.parents.get(id(statement))
+    if isinstance(statement, ast.Assign) and any(
+        source.id in names_of(t) for t in statement.targets
+    ):  # `a = torch.from_numpy(a)`, `s = torch.unsqueeze(torch.from_numpy(s), 0)`
+        return ""  # the array has no other name here after it
+    after = getattr(statement, "end_lineno", None) or node.lineno
+    written = _written(bound, scope, facts, after)
+    for use in _uses(source.id, scope, facts):
+        if use is source:
+            continue
+        later = use.lineno > after or facts.scope_of.get(id(use)) is not scope
+        if later and (written or not _reads(use, facts)):
+            return _message(source)
+    return ""
+
+
+def _message(source: ast.expr) -> str:
+    text = ast.unparse(source)[:40]
+    return (
+        f"this tensor shares its memory with `{text}`, which the program writes or reads "
+        "again: moved to the device it would be a copy, and a write to one would not reach "
+        f"the other; move it yourself where the values are final (`.to(device)` after the "
+        f"last write), or copy it on purpose (`torch.tensor({text})`)"
+    )
+
+
+def _bound(node: ast.Call, facts: PortFacts) -> set[str]:
+    """The names an assignment binds the tensor (``node`` with its casts) to, where it is
+    the whole value (``t = torch.from_numpy(a).float()``)."""
+    from torchport.check.port._chains import cast_end
+
+    tensor = cast_end(node, facts.parents) or node
+    up = facts.parents.get(id(tensor))
+    if isinstance(up, ast.Assign) and up.value is tensor:
+        return {n for t in up.targets for n in names_of(t)}
+    if isinstance(up, ast.AnnAssign | ast.NamedExpr) and up.value is tensor:
+        return set(names_of(up.target))
+    return set()
+
+
+def _uses(name: str, scope: PortScope, facts: PortFacts) -> list[ast.Name]:
+    """The ``name`` nodes that read or write the array: in ``scope``, and for a module-level
+    name in every function that does not bind it."""
+    scopes = [scope]
+    if scope is facts.module:
+        scopes += [s for s in facts.scopes[1:] if name not in s.local]
+    return [
+        n
+        for s in scopes
+        for n in s.nodes
+        if isinstance(n, ast.Name)
+        and n.id == name
+        # (`a = ...` binds a new array; `a += 1` writes this one)
+        and (
+            not isinstance(n.ctx, ast.Store) or isinstance(facts.parents.get(id(n)), ast.AugAssign)
+        )
+    ]
+
+
+def _reads(use: ast.expr, facts: PortFacts) -> bool:
+    """Whether ``use`` only reads the array into a new value (see ``_COPYING``, ``_READERS``);
+    an item or a view (``a[0]``, ``a.T``) is followed to what reads it."""
+    up = facts.parents.get(id(use))
+    if isinstance(up, ast.Subscript) and up.value is use:
+        return isinstance(up.ctx, ast.Load) and _reads(up, facts)
+    if isinstance(up, ast.Attribute):
+        call = facts.parents.get(id(up))
+        if isinstance(call, ast.Call) and call.func is up:
+            return up.attr in _COPYING
+        return up.attr not in _VIEWS or _reads(up, facts)
+    if isinstance(up, ast.BinOp | ast.Compare | ast.UnaryOp | ast.FormattedValue):
+        return True
+    if isinstance(up, ast.Call) and use in up.args and isinstance(up.func, ast.Name):
+        return up.func.id in _READERS
+    return False
+
+
+def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> bool:
+    """Whether a name bound to the tensor is written in place after line ``after``
+    (``t[0] = 4``, ``t += 1``, ``t.add_(1)``)."""
+    for node in scope.nodes:
+        if getattr(node, "lineno", 0) <= after:
+            continue
+        target: ast.expr
+        if isinstance(node, ast.AugAssign):
+            target = node.target
+        elif isinstance(node, ast.Subscript | ast.Attribute) and (
+            isinstance(node.ctx, ast.Store | ast.Del) or getattr(node, "attr", "").endswith("_")
+        ):
+            target = node  # `t[0] = 4`, `t.add_(1)`
+        else:
+            continue
+        while isinstance(target, ast.Subscript | ast.Attribute):
+            target = target.value
+        if isinstance(target, ast.Name) and target.id in names:
+            return True
+    return False
