@@ -1,14 +1,18 @@
-"""TP109's whole-file questions are read once per file, not once per choice (issue 34: every
-rule linear in its matches).
+"""Rules' whole-file questions are read once per file (or scope), not once per match (issue 34:
+every rule linear in its matches).
 
-Three of its helpers walked the whole module for each choice they were asked about:
+Helpers walked a whole module or scope for each match they were asked about: TP109's
 ``_counted_choice._attribute_value`` (the file's ``X.attr = value`` stores, for every
 ``if args.n_gpu > 0``), ``_idle_choices._only_shown`` (the module's parents, for every
 module-level choice) and ``_unread_globals._named_once`` (every node, for every module-level
-name). Each now reads the file once. Held here: the rule's own examples grown 4x cost ~4x the
-Python calls (``benchmarks/bench_check_linearity.py``'s measure: 11.6x before), and each
-helper answers as the per-choice walk it replaced (the walks are copied here as oracles) on
-generated modules.
+name); TP101's ``_class_constructions._Scope`` (made anew, and every name's spellings walked,
+per construction asked about); TP120's ``_partial_chains._picked_beside``; TP122's
+``_autocast_queries._asks_the_cpu_too``; TP303's ``_resident_datasets._assignments``; TP523's
+``ClassAttributes._bound_by_another_class``; TP503's test of the file's seeded scopes. Held here:
+each rule's own examples grown 4x cost ~4x the Python calls (``benchmarks/
+bench_check_linearity.py``'s measure: 5.6-10.8x before, at these sizes), and TP109's three
+indexes answer as the per-choice walks they replaced (copied here as oracles) on generated
+modules.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -37,10 +42,12 @@ def _bench() -> ModuleType:
     return module
 
 
-def test_tp109_costs_calls_linear_in_its_matches() -> None:
+@pytest.mark.parametrize("code", ["TP101", "TP109", "TP120", "TP122", "TP303", "TP523"])
+def test_a_rule_costs_calls_linear_in_its_matches(code: str) -> None:
     bench = _bench()
-    small, big = (bench._calls(bench._copies("TP109", n), "TP109") for n in (2, 8))
-    assert big / small <= 1.1 * 4, f"{small} -> {big} calls for 4x the choices"
+    bench._calls(bench._copies(code, 1), code)  # what the first check loads, not counted
+    small, big = (bench._calls(bench._copies(code, n), code) for n in (2, 8))
+    assert big / small <= 1.1 * 4, f"{code}: {small} -> {big} calls for 4x the matches"
 
 
 # ---------------------------------------------------------------- the oracles: the old walks
