@@ -25,7 +25,7 @@ import ast
 import weakref
 from dataclasses import dataclass
 
-from torchport.check._patterns import MAY_GIVE_METHODS
+from torchport.check._patterns import may_give_methods
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def dynamic_methods(tree: ast.Module, source: str | None = None) -> Dynamic:
     found = _KEPT.get(tree)
     if found is not None:
         return found
-    skip = source is not None and not MAY_GIVE_METHODS.search(source)
+    skip = source is not None and not may_give_methods(source)
     found = _EMPTY if skip else _read(tree)
     _KEPT[tree] = found
     return found
