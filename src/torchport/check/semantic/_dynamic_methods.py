@@ -25,6 +25,7 @@ import ast
 import weakref
 from dataclasses import dataclass
 
+from torchport.check._nodes import nodes_among
 from torchport.check._patterns import may_give_methods
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -101,7 +102,7 @@ def _read(tree: ast.Module) -> Dynamic:
                 unowned.add(method)
 
     own = _instance_stores(tree, top)
-    for node in ast.walk(tree):
+    for node in nodes_among(tree, _READ):  # (sets: the order does not matter)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             if node.attr in _DATA_NAMES:  # (`self.type = kind` is data)
                 continue
@@ -163,6 +164,7 @@ def _instance_stores(tree: ast.Module, top: frozenset[str]) -> dict[int, str]:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_READ = frozenset({ast.Attribute, ast.Call, ast.Assign})  # the nodes `_read` looks at
 
 
 def _top_names(tree: ast.Module) -> frozenset[str]:
