@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from torchport.check import fix_source
-from torchport.check._patterns import MAY_GIVE_METHODS
+from torchport.check._patterns import MAY_GIVE_METHODS, may_give_methods
 from torchport.check.semantic._dynamic_methods import DYNAMIC_METHODS, _read
 
 _METHODS = sorted(DYNAMIC_METHODS)
@@ -93,3 +93,30 @@ def test_fix_keeps_a_tensors_move_beside_a_flag_named_cuda() -> None:
     own = flag.replace("use\n", "lambda: 'mine'\n").replace("Trainer:", "Trainer(torch.nn.Module):")
     kept = own + "\n\nprint(Trainer(None).cuda())\n"
     assert fix_source(kept, select=["TP101"], unsafe=True) == kept
+
+
+_PIECES = (".", " ", "\\\n", "\\\r\n", "\n", "(", "setattr", "type", "xtype", "typed", "to", "cuda",
+           "pin_memory", "share_memory_", "tox", "_", "a", "=", "setattr_")  # fmt: skip
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_PIECES),
+            st.tuples(st.sampled_from(_FORMS), st.sampled_from(_METHODS)).map(
+                lambda fm: fm[0].format(r="Box", m=fm[1])
+            ),
+        ),
+        max_size=12,
+    )
+)
+@example(["Box = type ('Box', (), {})"])  # each alternative alone, spelled apart
+@example(["x = type\\\n(1)"])
+@example(["setattr (Box, 'x', f)"])
+@example(["Box .\\\n cuda = f"])
+@example(["typed(1); set_attr(x); Box.cuda(1)"])
+def test_the_split_gate_answers_as_the_pattern(parts: list[str]) -> None:
+    """``may_give_methods`` (each alternative apart, two gated on their word) is the pattern's
+    search, on texts of the forms and of their pieces run together."""
+    text = "".join(parts)
+    assert may_give_methods(text) is (MAY_GIVE_METHODS.search(text) is not None), text

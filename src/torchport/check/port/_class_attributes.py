@@ -35,6 +35,7 @@ class ClassAttributes:
         self._own_store_ids: dict[int, set[int]] = {}
         self._attr_stores: dict[str, list[ast.Attribute]] | None = None
         self._stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
+        self._body_binders: dict[str, list[ast.ClassDef]] | None = None  # by the names bound
 
     def file_class(self, name: ast.expr) -> ast.ClassDef | None:
         """The class of the file ``name`` is bound to (its one binding), if it is one."""
@@ -188,17 +189,19 @@ class ClassAttributes:
     def _bound_by_another_class(self, cls: ast.ClassDef, attr: str) -> bool:
         """Whether a class of the file other than ``cls`` binds ``attr`` in its body (a
         subclass's ``clip_param = torch.ones(1)`` would be what ``self`` reads there)."""
-        return any(
-            isinstance(other, ast.ClassDef)
-            and other is not cls
-            and any(
-                isinstance(t, ast.Name) and t.id == attr
-                for stmt in other.body
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign))
-                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-            )
-            for other in ast.walk(self._ctx.tree)
-        )
+        if self._body_binders is None:  # every class's body names, in one walk of the file
+            self._body_binders = {}
+            for other in ast.walk(self._ctx.tree):
+                if isinstance(other, ast.ClassDef):
+                    for stmt in other.body:
+                        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                            targets = (
+                                stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                            )
+                            for t in targets:
+                                if isinstance(t, ast.Name):
+                                    self._body_binders.setdefault(t.id, []).append(other)
+        return any(other is not cls for other in self._body_binders.get(attr, ()))
 
     def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """What a class attribute read through the class holds (``Cfg.x``).

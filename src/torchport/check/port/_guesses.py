@@ -54,9 +54,19 @@ __all__ = [
     "meeting_fix",
     "meeting_moves",
     "meets_known",
+    "seeded",
     "share_with_module",
     "unpacked",
 ]
+
+
+def seeded(ctx: Context, scopes: list[PortScope]) -> bool:
+    """Whether a scope of the file has parameters seeded with host data or guesses
+    (``PortScope.seed_tensors``, settled when the file's facts are made): once per file."""
+    kept = ctx.memo.get("guesses.seeded")
+    if not (isinstance(kept, tuple) and kept[0] is scopes):
+        kept = ctx.memo["guesses.seeded"] = (scopes, any(s.seed_tensors for s in scopes))
+    return bool(kept[1])
 
 
 def unpacked(targets: list[ast.expr], value: ast.expr, scope: PortScope) -> bool:

@@ -137,8 +137,13 @@ def _asks_the_cpu_too(node: ast.Call, ctx: Context) -> bool:
         if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             scope = outer
             break
-    return any(
-        isinstance(n, ast.Call) and ctx.qualname(n.func) in _CPU
-        for n in ast.walk(scope)
-        if n is not node
-    )
+    key = f"autocast_queries.cpu_twins:{id(scope)}"  # Context.memo's: one walk per scope
+    kept = ctx.memo.get(key)
+    if not (isinstance(kept, tuple) and kept[0] is scope):
+        calls = {
+            id(n)
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Call) and ctx.qualname(n.func) in _CPU
+        }
+        kept = ctx.memo[key] = (scope, calls)
+    return len(kept[1]) > (id(node) in kept[1])

@@ -78,7 +78,11 @@ def every_construction_passes(
     """Whether every construction of ``cls`` (defined in ``scope``, a module or a function)
     and every run of its ``__init__`` passes the parameter, ``passes(call)`` telling whether
     one call (of the class, or ``super().__init__``) passes it (the module docstring)."""
-    view = _Scope(scope, ctx)
+    key = f"class_constructions.scope:{id(scope)}"  # Context.memo's: one read per scope
+    view = ctx.memo.get(key)
+    if not isinstance(view, _Scope) or view.scope is not scope:
+        view = ctx.memo[key] = _Scope(scope, ctx)
+    view.built = 0
     if not view.readable or not view.followed(cls.name):
         return False
     if view.classes.get(cls.name) is not cls:
@@ -111,6 +115,8 @@ class _Scope:
         self.defined: dict[str, int] = {}
         self.readable = True
         self.built = 0  # constructions seen by `constructions_pass`
+        self.spelled: frozenset[str] | None = None  # what `_unnamed` asks, read on first use
+        self.attrs: frozenset[str] = frozenset()
         for node in ast.walk(scope):
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
@@ -147,19 +153,23 @@ class _Scope:
 
     def _unnamed(self, name: str, *, attributes: bool = True) -> bool:
         """No ``global``, import, attribute (where ``attributes``), string or parameter
-        spells ``name``."""
-        for node in ast.walk(self.scope):
-            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-                return False
-            if isinstance(node, ast.alias) and name in (node.name, node.asname):
-                return False
-            if attributes and isinstance(node, ast.Attribute) and node.attr == name:
-                return False
-            if isinstance(node, ast.Constant) and node.value == name:
-                return False
-            if isinstance(node, ast.arg) and node.arg == name:
-                return False
-        return True
+        spells ``name`` (the scope's spellings read in one walk, on first use)."""
+        if self.spelled is None:
+            spelled: set[str] = set()
+            attrs: set[str] = set()
+            for node in ast.walk(self.scope):
+                if isinstance(node, (ast.Global, ast.Nonlocal)):
+                    spelled.update(node.names)
+                elif isinstance(node, ast.alias):
+                    spelled.update((node.name, node.asname or node.name))
+                elif isinstance(node, ast.Attribute):
+                    attrs.add(node.attr)
+                elif isinstance(node, ast.Constant) and type(node.value) is str:
+                    spelled.add(node.value)
+                elif isinstance(node, ast.arg):
+                    spelled.add(node.arg)
+            self.spelled, self.attrs = frozenset(spelled), frozenset(attrs)
+        return name not in self.spelled and not (attributes and name in self.attrs)
 
     def plain(self, cls: ast.ClassDef) -> bool:
         """No decorator, keyword or metaclass, at most one base, at most one ``__init__``

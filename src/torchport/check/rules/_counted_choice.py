@@ -20,6 +20,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import cuda_string, is_cpu_target
+from torchport.check._nodes import nodes_among
 from torchport.check.semantic._devices import built_cuda_string
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 from torchport.check.semantic._residence import bound_value
@@ -177,14 +178,22 @@ def _attribute_value(attr: ast.Attribute, ctx: Context) -> ast.expr | None:
     if not ctx.mentions("device_count") or not ctx.mentions(attr.attr):
         return None
     assert isinstance(attr.value, ast.Name)
-    want = (attr.value.id, attr.attr)
-    values = [
-        node.value
-        for node in ast.walk(ctx.tree)
-        if isinstance(node, (ast.Assign, ast.AnnAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and (target.value.id, target.attr) == want
-    ]
+    values = _attribute_stores(ctx).get((attr.value.id, attr.attr), ())
     return values[0] if len(values) == 1 else None
+
+
+def _attribute_stores(ctx: Context) -> dict[tuple[str, str], list[ast.expr | None]]:
+    """Every ``X.attr = value`` of the file by ``(X, attr)``: one walk per file, not per test."""
+    found: dict[tuple[str, str], list[ast.expr | None]] | None = ctx.memo.get(_STORES)  # type: ignore[assignment]
+    if found is None:
+        found = {}
+        ctx.memo[_STORES] = found
+        for node in nodes_among(ctx.tree, (ast.Assign, ast.AnnAssign)):
+            assert isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    found.setdefault((target.value.id, target.attr), []).append(node.value)
+    return found
+
+
+_STORES = "counted_choice.attribute_stores"  # Context.memo's key

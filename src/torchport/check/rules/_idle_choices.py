@@ -261,8 +261,11 @@ def _only_shown(node: ast.IfExp, ctx: Context) -> bool:
     if func is None:  # a module global: read nowhere else, shown as text in its module
         from torchport.check.rules._unread_globals import only_shown_anywhere
 
-        parents = _parents(ctx.tree)
-        return only_shown_anywhere(bound[0], ctx, lambda read: shown_as_text(read, parents))
+        kept = ctx.memo.get(_TREE_PARENTS)  # once per file, not per choice
+        if kept is None:
+            kept = ctx.memo[_TREE_PARENTS] = _parents(ctx.tree)
+        tree_parents: dict[int, ast.AST] = kept  # type: ignore[assignment]
+        return only_shown_anywhere(bound[0], ctx, lambda read: shown_as_text(read, tree_parents))
     name = bound[1]
     parents = _parents(func)
     reads = 0
@@ -322,6 +325,9 @@ def _never_read(node: ast.IfExp, ctx: Context) -> bool:
         if isinstance(sub, ast.AugAssign) and getattr(sub.target, "id", None) == name:
             return False
     return True
+
+
+_TREE_PARENTS = "idle_choices.parents"  # Context.memo's key: the whole tree's _parents
 
 
 def _parents(tree: ast.AST) -> dict[int, ast.AST]:

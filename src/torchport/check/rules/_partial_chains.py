@@ -82,18 +82,36 @@ def _picked_beside(head: ast.If | ast.IfExp, ctx: Context) -> set[str]:
         ),
         ctx.ancestors[0] if ctx.ancestors else head,
     )
-    found: set[str] = set()
+    key = f"partial_chains.picked:{id(scope)}"  # Context.memo's: one walk per scope
+    kept = ctx.memo.get(key)
+    if not (isinstance(kept, tuple) and kept[0] is scope):
+        kept = ctx.memo[key] = (scope, *_picks(scope, ctx))
+    _, by_node, counts = kept
+    own = by_node.get(id(head), ())
+    return {which for which, count in counts.items() if count > (which in own)}
+
+
+def _picks(scope: ast.AST, ctx: Context) -> tuple[dict[int, frozenset[str]], dict[str, int]]:
+    """Each test in ``scope`` that picks a device (a branch that binds or returns), by ``id``,
+    with the accelerators it asks about; and for each accelerator, how many tests ask."""
+    by_node: dict[int, frozenset[str]] = {}
+    counts: dict[str, int] = {}
     for node in ast.walk(scope):
-        if node is head or not isinstance(node, ast.If | ast.IfExp):
+        if not isinstance(node, ast.If | ast.IfExp):
             continue
         if isinstance(node, ast.If) and not any(
             isinstance(s, ast.Assign | ast.AnnAssign | ast.Return) for s in node.body
         ):
             continue
-        for call in ast.walk(node.test):
-            if isinstance(call, ast.Call) and (which := _TESTS.get(ctx.qualname(call.func) or "")):
-                found.add(which)
-    return found
+        found = frozenset(
+            which
+            for call in ast.walk(node.test)
+            if isinstance(call, ast.Call) and (which := _TESTS.get(ctx.qualname(call.func) or ""))
+        )
+        by_node[id(node)] = found
+        for which in found:
+            counts[which] = counts.get(which, 0) + 1
+    return by_node, counts
 
 
 def _accelerator(test: ast.expr, ctx: Context, hops: int = 2) -> str | None:

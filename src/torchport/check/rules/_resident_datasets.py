@@ -27,7 +27,11 @@ def dataset_may_be_on_a_device(loader: ast.Call, ctx: Context) -> bool:
     if data is None:
         return False
     scope = _enclosing_scope(ctx)
-    bound = _assignments(scope, before=loader.lineno)
+    key = f"resident_datasets.assignments:{id(scope)}"  # Context.memo's: one walk per scope
+    kept = ctx.memo.get(key)
+    if not (isinstance(kept, tuple) and kept[0] is scope):
+        kept = ctx.memo[key] = (scope, _assignments(scope))
+    every: dict[str, list[tuple[int, ast.expr]]] = kept[1]
     seen: set[str] = set()
     todo: list[ast.expr] = [data]
     while todo:
@@ -36,7 +40,7 @@ def dataset_may_be_on_a_device(loader: ast.Call, ctx: Context) -> bool:
             if expr.id in seen:
                 continue
             seen.add(expr.id)
-            todo.extend(bound.get(expr.id, ()))
+            todo.extend(v for line, v in every.get(expr.id, ()) if line < loader.lineno)
             continue
         if _on_a_device(expr, ctx):
             return True
@@ -55,26 +59,25 @@ def _enclosing_scope(ctx: Context) -> ast.AST:
     return ctx.tree
 
 
-def _assignments(scope: ast.AST, before: int) -> dict[str, list[ast.expr]]:
-    """Every value each plain name is assigned in ``scope`` above line ``before``.
+def _assignments(scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
+    """Every value each plain name is assigned in ``scope``, with the assignment's line: a
+    loader reads those above its own line only.
 
     Not below: ``for x, y in loader: x = x.to(device)`` moves a batch, not the data the
     loader was built from, even where the names are the same.
     """
-    bound: dict[str, list[ast.expr]] = {}
+    bound: dict[str, list[tuple[int, ast.expr]]] = {}
     for node in ast.walk(scope):
-        if getattr(node, "lineno", before) >= before:
-            continue
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
-                    bound.setdefault(target.id, []).append(node.value)
+                    bound.setdefault(target.id, []).append((node.lineno, node.value))
         elif (
             isinstance(node, (ast.AnnAssign, ast.AugAssign))
             and node.value is not None
             and isinstance(node.target, ast.Name)
         ):
-            bound.setdefault(node.target.id, []).append(node.value)
+            bound.setdefault(node.target.id, []).append((node.lineno, node.value))
     return bound
 
 

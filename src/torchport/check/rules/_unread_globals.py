@@ -38,11 +38,12 @@ from __future__ import annotations
 import ast
 import os
 import re
+import weakref
 from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check._listing import remembered
-from torchport.check._nodes import sole_target
+from torchport.check._nodes import nodes_among, sole_target
 from torchport.check._syntax import parsed_module
 
 __all__ = ["never_read_anywhere", "only_shown_anywhere"]
@@ -126,32 +127,61 @@ def _named_once(
 ) -> bool:
     """No node of ``tree`` but ``target`` mentions its name (strings included; with ``shown``,
     a read it says is shown as text aside), and none reads a namespace or calls a reader of
-    globals."""
+    globals. Asked of the file's :func:`_mentions`, read once per tree (not a walk per name)."""
     name = target.id
-    word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Name)
-            and node.id == name
-            and node is not target
-            and not (shown is not None and isinstance(node.ctx, ast.Load) and shown(node))
-        ):
+    found = _mentions(tree)
+    if found.reader or name in found.aliases:
+        return False
+    if _WORD.fullmatch(name):  # a word: spelled in a string exactly where a run of word
+        if name in found.words:  # characters there is the name (the search's bounds)
             return False
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and word.search(node.value)
-        ):
+    else:
+        word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        if any(word.search(text) for text in found.strings):
             return False
-        if isinstance(node, ast.alias) and name in (node.name, node.asname):
-            return False
-        if isinstance(node, ast.Name) and node.id in _READERS:
-            return False
-        if isinstance(node, ast.Attribute) and (
-            node.attr in _NAMESPACES or (node.attr in _READERS and _named(node.value, "builtins"))
-        ):
-            return False
-    return True
+    return all(
+        node is target or (shown is not None and isinstance(node.ctx, ast.Load) and shown(node))
+        for node in found.names.get(name, ())
+    )
+
+
+class _Mentions:
+    """What :func:`_named_once` asks of a module, read in one walk: its ``Name`` nodes by name
+    (in ``ast.walk``'s order), the names its imports bind or name, the word runs and texts of
+    its strings, and whether any node reads a namespace or calls a reader of globals."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.names: dict[str, list[ast.Name]] = {}
+        self.aliases: set[str] = set()
+        self.strings: list[str] = []
+        self.reader = False
+        for node in nodes_among(tree, _MENTIONING):
+            if isinstance(node, ast.Name):
+                self.names.setdefault(node.id, []).append(node)
+                self.reader = self.reader or node.id in _READERS
+            elif isinstance(node, ast.Constant):
+                if isinstance(node.value, str):
+                    self.strings.append(node.value)
+            elif isinstance(node, ast.alias):
+                self.aliases.update((node.name, node.asname or node.name))
+            elif isinstance(node, ast.Attribute) and (
+                node.attr in _NAMESPACES
+                or (node.attr in _READERS and _named(node.value, "builtins"))
+            ):
+                self.reader = True
+        self.words = {w for text in self.strings for w in _WORD.findall(text)}
+
+
+_MENTIONING = frozenset({ast.Name, ast.Constant, ast.alias, ast.Attribute})
+_WORD = re.compile(r"\w+")
+_MENTIONS: weakref.WeakKeyDictionary[ast.Module, _Mentions] = weakref.WeakKeyDictionary()
+
+
+def _mentions(tree: ast.Module) -> _Mentions:
+    found = _MENTIONS.get(tree)
+    if found is None:
+        found = _MENTIONS[tree] = _Mentions(tree)
+    return found
 
 
 def _named(node: ast.expr, name: str) -> bool:

@@ -121,7 +121,7 @@ class TensorNotOnDevice(Rule):
         from torchport.check.port._side_computations import side_report
 
         scope = facts.scope_of.get(id(node), facts.module)
-        if any(s.seed_tensors for s in facts.scopes):  # on the device, met by host data?
+        if guesses.seeded(ctx, facts.scopes):  # on the device, met by host data?
             crossings = guesses.crossing_moves(
                 facts.flow, facts.scopes, node, scope, _bound(node, facts)
             )

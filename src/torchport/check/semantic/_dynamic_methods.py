@@ -25,7 +25,8 @@ import ast
 import weakref
 from dataclasses import dataclass
 
-from torchport.check._patterns import MAY_GIVE_METHODS
+from torchport.check._nodes import nodes_among
+from torchport.check._patterns import may_give_methods
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def dynamic_methods(tree: ast.Module, source: str | None = None) -> Dynamic:
     found = _KEPT.get(tree)
     if found is not None:
         return found
-    skip = source is not None and not MAY_GIVE_METHODS.search(source)
+    skip = source is not None and not may_give_methods(source)
     found = _EMPTY if skip else _read(tree)
     _KEPT[tree] = found
     return found
@@ -101,7 +102,7 @@ def _read(tree: ast.Module) -> Dynamic:
                 unowned.add(method)
 
     own = _instance_stores(tree, top)
-    for node in ast.walk(tree):
+    for node in nodes_among(tree, _READ):  # (sets: the order does not matter)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             if node.attr in _DATA_NAMES:  # (`self.type = kind` is data)
                 continue
@@ -163,6 +164,7 @@ def _instance_stores(tree: ast.Module, top: frozenset[str]) -> dict[int, str]:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_READ = frozenset({ast.Attribute, ast.Call, ast.Assign})  # the nodes `_read` looks at
 
 
 def _top_names(tree: ast.Module) -> frozenset[str]:

@@ -39,7 +39,7 @@ import weakref
 
 from torchport._device_types import CUDA
 from torchport.check._nodes import nodes_among
-from torchport.check._patterns import MAY_GIVE_METHODS
+from torchport.check._patterns import may_give_methods
 from torchport.check.semantic._binding import BindingKind, ScopeKind
 from torchport.check.semantic._devices import device_type
 
@@ -254,7 +254,7 @@ def _project_methods(ctx: Context) -> frozenset[str]:
 def given_to(ctx: Context, receiver: ast.expr | str | None, method: str, **kw: bool) -> bool:
     """``_dynamic_methods.given_to``, imported (and its walk made) only for a text that may
     give a device method at run time (``_patterns.MAY_GIVE_METHODS``; start-up)."""
-    if not MAY_GIVE_METHODS.search(ctx.source):
+    if not may_give_methods(ctx.source):
         return False
     from torchport.check.semantic import _dynamic_methods
 
