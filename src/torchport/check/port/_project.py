@@ -166,6 +166,10 @@ def _facts_of(
     knowledge.classes |= imported.classes
     names = {c.name for c in classdefs}
     models = frozenset(c for c in knowledge.classes if c in names)
+    # What an importer of this module takes for a model class: its own, and those it binds
+    # by importing them from another project module (`from .model import Net` in a package's
+    # __init__, a star import) or by naming one (`Net = _Net`): each resolves to its definition.
+    given = models | _reexported(ctx, imported, knowledge.classes)
     if kinds:
         port: object = port_kinds(ctx, imported, knowledge, models)
     else:  # made on first read, from what they rest on (not the tree: the text)
@@ -173,13 +177,32 @@ def _facts_of(
         port = partial(later_kinds, ctx.path, ctx.source, imported, classes, models)
     return ModuleFacts(
         path=ctx.path,
-        classes=models,
+        classes=given,
         plain_classes=frozenset(names - models),
         owners=owners_of(ctx, imported, models),
         defined=bound_names(tree),
         may_hold=may_hold(tree),
         port=port,  # type: ignore[arg-type]
     )
+
+
+def _reexported(ctx: Context, imported: ProjectImports, known: set[str]) -> frozenset[str]:
+    """The model classes of other project modules the module ``ctx`` binds at module level
+    by an import alone (or a star import: no binding of its own), or by one ``Name = Other``
+    of a model class (its only binding there)."""
+    bindings = ctx.scopes.module.bindings
+    out = {n for n in imported.classes if _only_import(bindings.get(n, [])) or n not in bindings}
+    for stmt in ctx.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id in known
+            and len(bindings.get(stmt.targets[0].id, [])) == 1
+        ):
+            out.add(stmt.targets[0].id)
+    return frozenset(out)
 
 
 def later_kinds(
@@ -243,7 +266,9 @@ def _imports_of(
                         continue
                     dotted = f"{node.module}.{alias.name}" if node.module else alias.name
                     sub = None
-                    recorded = source_facts is not None and alias.name in source_facts.owned
+                    recorded = source_facts is not None and (
+                        alias.name in source_facts.owned or alias.name in source_facts.classes
+                    )
                     if source_facts is not None and not recorded:
                         if alias.name not in source_facts.may_hold:
                             pass  # in no kind (a class is owned): `_defines` is false
@@ -368,7 +393,8 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
         return [stmt]
     found: list[ast.Import | ast.ImportFrom] = []
     if isinstance(stmt, (ast.Try, ast.If)):
-        for block in (stmt.body, stmt.orelse, getattr(stmt, "finalbody", [])):
+        handlers = [h.body for h in stmt.handlers] if isinstance(stmt, ast.Try) else []
+        for block in (stmt.body, *handlers, stmt.orelse, getattr(stmt, "finalbody", [])):
             for inner in block:
                 found.extend(_top_imports(inner))
     return found
