@@ -55,6 +55,7 @@ from torchport.check.port._project_owners import (
 )
 from torchport.check.port._script_path import find_on_script_path
 from torchport.check.port._star_imports import record_star, star_chain, star_kinds
+from torchport.check.port._unsure_names import dynamic, unsure_names
 from torchport.check.semantic import Binding, BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -182,6 +183,8 @@ def _facts_of(
         owners=owners_of(ctx, imported, models),
         defined=bound_names(tree),
         may_hold=may_hold(tree),
+        unsure=unsure_names(ctx, imported, knowledge.classes),
+        dynamic=dynamic(tree),
         port=port,  # type: ignore[arg-type]
     )
 
@@ -189,7 +192,7 @@ def _facts_of(
 def _reexported(ctx: Context, imported: ProjectImports, known: set[str]) -> frozenset[str]:
     """The model classes of other project modules the module ``ctx`` binds at module level
     by an import alone (or a star import: no binding of its own), or by one ``Name = Other``
-    of a model class (its only binding there)."""
+    (or ``= module.Other``) of a model class (its only binding there)."""
     bindings = ctx.scopes.module.bindings
     out = {n for n in imported.classes if _only_import(bindings.get(n, [])) or n not in bindings}
     for stmt in ctx.tree.body:
@@ -197,8 +200,10 @@ def _reexported(ctx: Context, imported: ProjectImports, known: set[str]) -> froz
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.Name)
-            and stmt.value.id in known
+            and (
+                (isinstance(stmt.value, ast.Name) and stmt.value.id in known)
+                or (isinstance(stmt.value, ast.Attribute) and imported.model_class(stmt.value))
+            )
             and len(bindings.get(stmt.targets[0].id, [])) == 1
         ):
             out.add(stmt.targets[0].id)
@@ -265,6 +270,8 @@ def _imports_of(
                             out.star_unresolved = True
                         continue
                     dotted = f"{node.module}.{alias.name}" if node.module else alias.name
+                    if source_facts is not None and _unsure(source_facts, alias.name):
+                        out.unsure.add(local)
                     sub = None
                     recorded = source_facts is not None and (
                         alias.name in source_facts.owned or alias.name in source_facts.classes
@@ -295,6 +302,8 @@ def _imports_of(
                         and alias.name in source_facts.classes
                         and rebound_by_own_call(bindings().get(local, []), local)
                     ):
+                        if source_facts is not None and alias.name in source_facts.classes:
+                            out.unsure.add(local)  # bound here by more than the import
                         continue
                     if source_facts is not None and alias.name in source_facts.owned:
                         out.owners[local] = source_facts.owned[alias.name]
@@ -409,6 +418,14 @@ def _unread(facts: ModuleFacts | None, name: str) -> bool:
     """Whether ``name`` of a found project module cannot be told: the module does not parse,
     or it does not bind the name itself (a star or dynamic import)."""
     return facts is None or (name not in facts.defined and name not in facts.owned)
+
+
+def _unsure(facts: ModuleFacts, name: str) -> bool:
+    """Whether a model class could be behind ``name`` of the module ``facts`` describes and
+    the view cannot tell (``_unsure_names.py``)."""
+    if name in facts.unsure:
+        return True
+    return facts.dynamic and name[:1].isupper() and name not in facts.defined
 
 
 def _defines(facts: ModuleFacts, name: str) -> bool:
