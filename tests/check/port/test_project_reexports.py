@@ -88,8 +88,14 @@ LAYOUTS: dict[str, dict[str, str]] = {
         ),
         "pkg/model.py": _net(),
     },
-    "cycle": {"pkg/__init__.py": "from .model import Net\n", "pkg/model.py": "import pkg\n" + _net()},
-    "submodule": {"pkg/__init__.py": "from . import model\nNet = model.Net\n", "pkg/model.py": _net()},
+    "cycle": {
+        "pkg/__init__.py": "from .model import Net\n",
+        "pkg/model.py": "import pkg\n" + _net(),
+    },
+    "submodule": {
+        "pkg/__init__.py": "from . import model\nNet = model.Net\n",
+        "pkg/model.py": _net(),
+    },
     # what the port cannot resolve: reported
     "twice": {
         "pkg/__init__.py": "from .model import Net\n\nif False:\n    Net = None\n",

@@ -406,9 +406,7 @@ def record_star(
             if n[0] != "_" and n not in own and (given is None or n in given)
         }
         out.classes.update(free.intersection(facts.classes))  # type: ignore[attr-defined]
-        out.unsure.update(
-            n for n in facts.unsure if n not in own and (given is None or n in given)
-        )
+        out.unsure.update(n for n in facts.unsure if n not in own and (given is None or n in given))
         out.owners.update((n, o) for n, o in facts.owners if n in free)
         own |= facts.defined | free
     if not out.later(("star", tuple(chain), given, tuple(taken), kinds)):

@@ -9,10 +9,14 @@ callable and say "0 left" with the model on the CPU:
 
 * a name the module binds more than once where one binding is a model class (its own, one
   it imports, an alias): which one an importer gets, the code decides when it runs;
-* a capitalised name it imports from a project module that cannot be read (an import
-  cycle, a file that does not parse), or one that is unsure there;
+* a name it imports from a project module where it is unsure;
 * a capitalised name it does not bind itself where it defines a module-level
   ``__getattr__`` (``ModuleFacts.dynamic``): what that returns, only a run can tell.
+
+A name imported from a module the view cannot read (an import cycle Python cuts, a file that
+does not parse) is left to ``_project_owners.UNRESOLVED``, not reported: a module named as
+the standard library's (``utilities/argparse.py`` doing ``from argparse import Namespace``)
+reads as importing itself, and most such names are no models.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ def unsure_names(ctx: Context, imported: ProjectImports, known: set[str]) -> fro
     view; ``known``: the model classes its knowledge holds (its own and the imported)."""
     bindings = ctx.scopes.module.bindings
     out = set(imported.unsure)
-    out.update(n for n in imported.unresolved if n[:1].isupper())
     for name, bound in bindings.items():
         if len(bound) < 2 or name not in known:
             continue

@@ -157,10 +157,16 @@ def _unsure_calls(ctx: Context) -> list[ast.Call]:
     project = project_of(ctx)
     if not project.unsure and not any(f.unsure or f.dynamic for f in project.modules.values()):
         return []
+    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+    placed = {  # `DeformConv(...).to(device)`: the code places it itself
+        id(c.func.value)
+        for c in calls
+        if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
+    }
     return [
         node
-        for node in ast.walk(ctx.tree)
-        if isinstance(node, ast.Call)
+        for node in calls
+        if id(node) not in placed
         and project.unsure_class(node.func)
         and _imported(ctx, _root(node.func))
     ]
@@ -169,6 +175,9 @@ def _unsure_calls(ctx: Context) -> list[ast.Call]:
 def _imported(ctx: Context, name: str) -> bool:
     """Bound only by imports at module level, or by nothing there (a star import)."""
     return ctx.only_imported(name) or name not in ctx.scopes.module.bindings
+
+
+_MOVES = ("to", "cuda", "cpu")
 
 
 def _root(func: ast.expr) -> str:
