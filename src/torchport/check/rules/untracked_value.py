@@ -35,7 +35,9 @@ class UntrackedValue(Rule):
     tensor that meets the model is reported too: whether the accelerator runs
     sparse layouts (MPS does not) only a run can tell. So is a `sys.path` entry
     the port cannot read from the code (`sys.path.append(os.environ["LIB"])`)
-    when the file imports modules it cannot find: they may be the project's.
+    when the file imports modules it cannot find: they may be the project's. So is a
+    call of a name another project module binds twice (`Net` imported, then rebound) or
+    through a module `__getattr__`, where one of those may be a model class.
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
