@@ -57,6 +57,10 @@ class ModuleFacts:
     # the names a port kind may hold: its module-level functions and `name = ...` targets
     # (a name outside it is in none, asked without making them)
     may_hold: frozenset[str] = frozenset()
+    # names a model class could be behind that the view cannot resolve (_unsure_names.py),
+    # and whether a module-level `__getattr__` may give the names it does not bind
+    unsure: frozenset[str] = frozenset()
+    dynamic: bool = False
     # the port's kinds, or what makes them (once, on the first read of one: replaced then)
     port: PortKinds | Callable[[], PortKinds] = PortKinds()
     # :attr:`owned`, made on first use (asked for every name a file imports from the module)
@@ -101,7 +105,15 @@ class ModuleFacts:
         return tuple((kind, getattr(self, attr)) for kind, attr in KINDS)
 
     def _key(self) -> tuple[object, ...]:
-        return (self.path, self.classes, self.plain_classes, self.owners, self.defined)
+        return (
+            self.path,
+            self.classes,
+            self.plain_classes,
+            self.owners,
+            self.defined,
+            self.unsure,
+            self.dynamic,
+        )
 
     def __eq__(self, other: object) -> bool:
         """Equal facts: the same fields, the port's kinds too (made to be compared)."""

@@ -55,6 +55,7 @@ from torchport.check.port._project_owners import (
 )
 from torchport.check.port._script_path import find_on_script_path
 from torchport.check.port._star_imports import record_star, star_chain, star_kinds
+from torchport.check.port._unsure_names import dynamic, unsure_names
 from torchport.check.semantic import Binding, BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -166,6 +167,10 @@ def _facts_of(
     knowledge.classes |= imported.classes
     names = {c.name for c in classdefs}
     models = frozenset(c for c in knowledge.classes if c in names)
+    # What an importer of this module takes for a model class: its own, and those it binds
+    # by importing them from another project module (`from .model import Net` in a package's
+    # __init__, a star import) or by naming one (`Net = _Net`): each resolves to its definition.
+    given = models | _reexported(ctx, imported, knowledge.classes)
     if kinds:
         port: object = port_kinds(ctx, imported, knowledge, models)
     else:  # made on first read, from what they rest on (not the tree: the text)
@@ -173,13 +178,36 @@ def _facts_of(
         port = partial(later_kinds, ctx.path, ctx.source, imported, classes, models)
     return ModuleFacts(
         path=ctx.path,
-        classes=models,
+        classes=given,
         plain_classes=frozenset(names - models),
         owners=owners_of(ctx, imported, models),
         defined=bound_names(tree),
         may_hold=may_hold(tree),
+        unsure=unsure_names(ctx, imported, knowledge.classes),
+        dynamic=dynamic(tree),
         port=port,  # type: ignore[arg-type]
     )
+
+
+def _reexported(ctx: Context, imported: ProjectImports, known: set[str]) -> frozenset[str]:
+    """The model classes of other project modules the module ``ctx`` binds at module level
+    by an import alone (or a star import: no binding of its own), or by one ``Name = Other``
+    (or ``= module.Other``) of a model class (its only binding there)."""
+    bindings = ctx.scopes.module.bindings
+    out = {n for n in imported.classes if _only_import(bindings.get(n, [])) or n not in bindings}
+    for stmt in ctx.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and (
+                (isinstance(stmt.value, ast.Name) and stmt.value.id in known)
+                or (isinstance(stmt.value, ast.Attribute) and imported.model_class(stmt.value))
+            )
+            and len(bindings.get(stmt.targets[0].id, [])) == 1
+        ):
+            out.add(stmt.targets[0].id)
+    return frozenset(out)
 
 
 def later_kinds(
@@ -242,8 +270,12 @@ def _imports_of(
                             out.star_unresolved = True
                         continue
                     dotted = f"{node.module}.{alias.name}" if node.module else alias.name
+                    if source_facts is not None and _unsure(source_facts, alias.name):
+                        out.unsure.add(local)
                     sub = None
-                    recorded = source_facts is not None and alias.name in source_facts.owned
+                    recorded = source_facts is not None and (
+                        alias.name in source_facts.owned or alias.name in source_facts.classes
+                    )
                     if source_facts is not None and not recorded:
                         if alias.name not in source_facts.may_hold:
                             pass  # in no kind (a class is owned): `_defines` is false
@@ -270,6 +302,8 @@ def _imports_of(
                         and alias.name in source_facts.classes
                         and rebound_by_own_call(bindings().get(local, []), local)
                     ):
+                        if source_facts is not None and alias.name in source_facts.classes:
+                            out.unsure.add(local)  # bound here by more than the import
                         continue
                     if source_facts is not None and alias.name in source_facts.owned:
                         out.owners[local] = source_facts.owned[alias.name]
@@ -368,7 +402,8 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
         return [stmt]
     found: list[ast.Import | ast.ImportFrom] = []
     if isinstance(stmt, (ast.Try, ast.If)):
-        for block in (stmt.body, stmt.orelse, getattr(stmt, "finalbody", [])):
+        handlers = [h.body for h in stmt.handlers] if isinstance(stmt, ast.Try) else []
+        for block in (stmt.body, *handlers, stmt.orelse, getattr(stmt, "finalbody", [])):
             for inner in block:
                 found.extend(_top_imports(inner))
     return found
@@ -383,6 +418,14 @@ def _unread(facts: ModuleFacts | None, name: str) -> bool:
     """Whether ``name`` of a found project module cannot be told: the module does not parse,
     or it does not bind the name itself (a star or dynamic import)."""
     return facts is None or (name not in facts.defined and name not in facts.owned)
+
+
+def _unsure(facts: ModuleFacts, name: str) -> bool:
+    """Whether a model class could be behind ``name`` of the module ``facts`` describes and
+    the view cannot tell (``_unsure_names.py``)."""
+    if name in facts.unsure:
+        return True
+    return facts.dynamic and name[:1].isupper() and name not in facts.defined
 
 
 def _defines(facts: ModuleFacts, name: str) -> bool:

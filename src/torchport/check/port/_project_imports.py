@@ -61,6 +61,8 @@ class ProjectImports:
         default_factory=dict, compare=False
     )
     star_unresolved: bool = field(default=False, compare=False)
+    # local names a model class could be behind that the view cannot resolve (_unsure_names)
+    unsure: set[str] = field(default_factory=set, compare=False)
     # device methods of their own of the non-torch classes and instances of every project
     # module the file imports anything from: what a function of one may return
     module_methods: set[str] = field(default_factory=set, compare=False)
@@ -128,6 +130,19 @@ class ProjectImports:
             if facts is not None and func.attr in facts.view_functions:
                 return dict(facts.views).get(func.attr)
         return None
+
+    def unsure_class(self, expr: ast.expr) -> bool:
+        """Whether a model class of the project's could be behind the name or ``alias.name``
+        and the view cannot tell (``_unsure_names.py``)."""
+        if isinstance(expr, ast.Name):
+            return expr.id in self.unsure
+        owner = _dotted(expr.value) if isinstance(expr, ast.Attribute) else None
+        facts = self.modules.get(owner) if owner is not None else None
+        if facts is None or not isinstance(expr, ast.Attribute):
+            return False
+        return expr.attr in facts.unsure or (
+            facts.dynamic and expr.attr[:1].isupper() and expr.attr not in facts.defined
+        )
 
     def own_function(self, expr: ast.expr) -> bool:
         """Whether the name or ``alias.name`` is a function or module-level value of one of

@@ -398,11 +398,15 @@ def record_star(
     taken: list[frozenset[str]] = []  # the names bound before each module of the chain
     for facts in chain:
         taken.append(frozenset(own))
-        # (its classes are among its owners; its other kinds' names among `defined`)
+        # (its classes are among its owners or its classes (an alias `Net = _Net`); its other
+        # kinds' names among `defined`)
         free = {
-            n for n in facts.owned if n[0] != "_" and n not in own and (given is None or n in given)
+            n
+            for n in (*facts.owned, *facts.classes)
+            if n[0] != "_" and n not in own and (given is None or n in given)
         }
         out.classes.update(free.intersection(facts.classes))  # type: ignore[attr-defined]
+        out.unsure.update(n for n in facts.unsure if n not in own and (given is None or n in given))
         out.owners.update((n, o) for n, o in facts.owners if n in free)
         own |= facts.defined | free
     if not out.later(("star", tuple(chain), given, tuple(taken), kinds)):

@@ -35,7 +35,9 @@ class UntrackedValue(Rule):
     tensor that meets the model is reported too: whether the accelerator runs
     sparse layouts (MPS does not) only a run can tell. So is a `sys.path` entry
     the port cannot read from the code (`sys.path.append(os.environ["LIB"])`)
-    when the file imports modules it cannot find: they may be the project's.
+    when the file imports modules it cannot find: they may be the project's. So is a
+    call of a name another project module binds twice (`Net` imported, then rebound) or
+    through a module `__getattr__`, where one of those may be a model class.
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
@@ -133,12 +135,57 @@ class UntrackedValue(Rule):
                 "code alone, so the port cannot find the modules it adds nor place their models"
             )
             yield ctx.finding(self, call, message=message)
+        for call in _unsure_calls(ctx):
+            message = (
+                f"check what `{ast.unparse(call.func)[:40]}` is: the project binds it more than "
+                "once, dynamically or through a module the port cannot read, so if it is a "
+                "model the port cannot place it nor what it meets"
+            )
+            yield ctx.finding(self, call, message=message)
         for call in cpu_placements(port_facts(ctx)):
             message = (
                 "the code puts this value on the CPU and it meets the model: make it on "
                 "`device`, or move it there before the model sees it"
             )
             yield ctx.finding(self, call, message=message)
+
+
+def _unsure_calls(ctx: Context) -> list[ast.Call]:
+    """Calls of a name another project module binds that a model class could be behind and
+    the project view cannot resolve (``port/_unsure_names.py``), the file binding it only by
+    its import."""
+    from torchport.check.port._project_view import project_of
+
+    project = project_of(ctx)
+    if not project.unsure and not any(f.unsure or f.dynamic for f in project.modules.values()):
+        return []
+    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+    placed = {  # `DeformConv(...).to(device)`: the code places it itself
+        id(c.func.value)
+        for c in calls
+        if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
+    }
+    return [
+        node
+        for node in calls
+        if id(node) not in placed
+        and project.unsure_class(node.func)
+        and _imported(ctx, _root(node.func))
+    ]
+
+
+def _imported(ctx: Context, name: str) -> bool:
+    """Bound only by imports at module level, or by nothing there (a star import)."""
+    return ctx.only_imported(name) or name not in ctx.scopes.module.bindings
+
+
+_MOVES = ("to", "cuda", "cpu")
+
+
+def _root(func: ast.expr) -> str:
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _host_copy(node: ast.AST) -> bool:
