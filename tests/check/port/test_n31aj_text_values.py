@@ -103,3 +103,28 @@ def test_tick_labels_take_text() -> None:
     program = _HEAD + "fig, ax = plt.subplots()\nax.set_yticklabels([''] + [out])\n"
     assert not check_source(program, select=["TP522"])
     assert check_source(program + "ax.plot(out)\n", select=["TP522"])  # not blind
+
+
+_TP523 = """import random
+import torch
+
+model = torch.nn.Linear(4, 2)
+
+
+def main(lines):
+    pairs = [l.split("|||") for l in lines]
+    model({v})
+"""
+
+
+def test_a_choice_of_strings_is_not_to_be_moved() -> None:
+    """mt-hw4's ``random.choice(pairs)`` of split lines (TP523): text, not reported; the same
+    choice of the parameter ``lines`` (anything a caller gives) still is."""
+    for value, said in (
+        ("random.choice(pairs)", False),
+        ("random.choice(pairs)[0]", False),
+        ("random.choice(lines)", True),
+        ("random.choice(lines)[0]", True),
+    ):
+        found = check_source(_TP523.format(v=value), select=["TP523"])
+        assert bool([f for f in found if f.line == 9]) == said, (value, found)
