@@ -30,7 +30,8 @@ __all__ = ["TEXT_TAKERS", "on_axes"]
 
 TEXT_TAKERS = frozenset(
     {"title", "suptitle", "xlabel", "ylabel", "text", "figtext", "annotate", "legend",
-     "set_title", "set_xlabel", "set_ylabel", "set_label", "savefig", "pause", "close"}
+     "set_title", "set_xlabel", "set_ylabel", "set_label", "savefig", "pause", "close",
+     "set_xticklabels", "set_yticklabels", "set_ticklabels"}
 )  # fmt: skip
 _AXES, _FIGURE, _PAIR = "axes", "figure", "pair"
 _PYPLOT = "matplotlib.pyplot."

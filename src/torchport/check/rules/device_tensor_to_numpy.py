@@ -123,16 +123,27 @@ def _reads_through_numpy(call: ast.Call, scope: PortScope, facts: PortFacts, ctx
 def _numpy_given_a_device_tensor(
     node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
 ) -> ast.expr | None:
-    """The argument on the device of ``np.mean(out)``, ``plt.plot(accs)``; None if none."""
+    """The argument on the device of ``np.mean(out)``, ``plt.plot(accs)``; None if none. Not
+    one the program's text shows is a string or a list of them (``_text_values``)."""
+    from torchport.check.port._text_values import evidently_text  # on first use
+
     args = [*node.args, *(k.value for k in node.keywords)]
     if host_library(ctx.qualname(node.func) or ""):
         # (a name also bound to host data, `X` of `np.arange` and of a later batch loop, is
         # the array there as often as not: only a value on the device by every binding)
-        return next((a for a in args if surely_on_device(a, scope, facts)), None)
+        return next(
+            (
+                a
+                for a in args
+                if surely_on_device(a, scope, facts) and not evidently_text(a, scope, facts)
+            ),
+            None,
+        )
     if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, scope, facts, ctx)):
         return None
     items = [i for a in args for i in _items(a)]
-    return next((a for a in items if facts.on_device(a, scope) and not _host(a, facts)), None)
+    on = (a for a in items if facts.on_device(a, scope) and not _host(a, facts))
+    return next((a for a in on if not evidently_text(a, scope, facts)), None)
 
 
 def _items(arg: ast.expr) -> list[ast.expr]:

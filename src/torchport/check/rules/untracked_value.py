@@ -92,10 +92,15 @@ class UntrackedValue(Rule):
         )
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
+        from torchport.check.port._text_values import evidently_text
+
+        facts = port_facts(ctx)
 
         named: set[int] = set()  # one finding per origin: `s, a, r = memory.sample(n)` is one
         for operand, found in origins(ctx).operands():
             untracked = [o for o in found if not o.library]
+            if untracked and evidently_text(operand, facts.scope_of.get(id(operand)), facts):
+                continue  # a string, or a list of them: no tensor to move (issue 31)
             if untracked and not {id(o.node) for o in untracked} <= named:
                 named.update(id(o.node) for o in untracked)
                 message = (
