@@ -93,6 +93,7 @@ class UntrackedValue(Rule):
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
         from torchport.check.port._text_values import evidently_text
+        from torchport.check.port._unsure_names import unsure_calls
 
         facts = port_facts(ctx)
 
@@ -140,7 +141,7 @@ class UntrackedValue(Rule):
                 "code alone, so the port cannot find the modules it adds nor place their models"
             )
             yield ctx.finding(self, call, message=message)
-        for call in _unsure_calls(ctx):
+        for call in unsure_calls(ctx):
             message = (
                 f"check what `{ast.unparse(call.func)[:40]}` is: the project binds it more than "
                 "once, dynamically or through a module the port cannot read, so if it is a "
@@ -153,44 +154,6 @@ class UntrackedValue(Rule):
                 "`device`, or move it there before the model sees it"
             )
             yield ctx.finding(self, call, message=message)
-
-
-def _unsure_calls(ctx: Context) -> list[ast.Call]:
-    """Calls of a name another project module binds that a model class could be behind and
-    the project view cannot resolve (``port/_unsure_names.py``), the file binding it only by
-    its import."""
-    from torchport.check.port._project_view import project_of
-
-    project = project_of(ctx)
-    if not project.unsure and not any(f.unsure or f.dynamic for f in project.modules.values()):
-        return []
-    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
-    placed = {  # `DeformConv(...).to(device)`: the code places it itself
-        id(c.func.value)
-        for c in calls
-        if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
-    }
-    return [
-        node
-        for node in calls
-        if id(node) not in placed
-        and project.unsure_class(node.func)
-        and _imported(ctx, _root(node.func))
-    ]
-
-
-def _imported(ctx: Context, name: str) -> bool:
-    """Bound only by imports at module level, or by nothing there (a star import)."""
-    return ctx.only_imported(name) or name not in ctx.scopes.module.bindings
-
-
-_MOVES = ("to", "cuda", "cpu")
-
-
-def _root(func: ast.expr) -> str:
-    while isinstance(func, ast.Attribute):
-        func = func.value
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _host_copy(node: ast.AST) -> bool:
