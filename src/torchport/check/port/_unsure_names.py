@@ -27,7 +27,7 @@ from torchport.check._context import Context
 from torchport.check.port._project_imports import ProjectImports
 from torchport.check.semantic import BindingKind
 
-__all__ = ["dynamic", "unsure_calls", "unsure_names"]
+__all__ = ["dynamic", "unsure_names"]
 
 
 def unsure_names(ctx: Context, imported: ProjectImports, known: set[str]) -> frozenset[str]:
@@ -50,40 +50,3 @@ def dynamic(tree: ast.Module) -> bool:
         isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__"
         for s in tree.body
     )
-
-
-def unsure_calls(ctx: Context) -> list[ast.Call]:
-    """Calls in ``ctx``'s file of a name another project module binds that is unsure there
-    (module docstring), the file binding it only by its import: what TP523 reports."""
-    from torchport.check.port._project_view import project_of
-
-    project = project_of(ctx)
-    if not project.unsure and not any(f.unsure or f.dynamic for f in project.modules.values()):
-        return []
-    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
-    placed = {  # `DeformConv(...).to(device)`: the code places it itself
-        id(c.func.value)
-        for c in calls
-        if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
-    }
-    return [
-        node
-        for node in calls
-        if id(node) not in placed
-        and project.unsure_class(node.func)
-        and _imported(ctx, _root(node.func))
-    ]
-
-
-def _imported(ctx: Context, name: str) -> bool:
-    """Bound only by imports at module level, or by nothing there (a star import)."""
-    return ctx.only_imported(name) or name not in ctx.scopes.module.bindings
-
-
-_MOVES = ("to", "cuda", "cpu")
-
-
-def _root(func: ast.expr) -> str:
-    while isinstance(func, ast.Attribute):
-        func = func.value
-    return func.id if isinstance(func, ast.Name) else ""

@@ -93,7 +93,7 @@ class UntrackedValue(Rule):
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
         from torchport.check.port._text_values import evidently_text
-        from torchport.check.port._unsure_names import unsure_calls
+        from torchport.check.port._unsure_calls import unsure_calls
 
         facts = port_facts(ctx)
 

@@ -1,0 +1,47 @@
+"""The calls TP523 reports as "check what `Net` is": a project name that is unsure where
+another module binds it (``port/_unsure_names.py``), called in a file that binds it only by
+its import (or a star import), unless the code places what it makes itself (``.to(...)``)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check.port._project_view import project_of
+
+__all__ = ["unsure_calls"]
+
+
+def unsure_calls(ctx: Context) -> list[ast.Call]:
+    """Calls in ``ctx``'s file of a name another project module binds that is unsure there
+    (``port/_unsure_names.py``), the file binding it only by its import: what TP523 reports."""
+    project = project_of(ctx)
+    if not project.unsure and not any(f.unsure or f.dynamic for f in project.modules.values()):
+        return []
+    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+    placed = {  # `DeformConv(...).to(device)`: the code places it itself
+        id(c.func.value)
+        for c in calls
+        if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
+    }
+    return [
+        node
+        for node in calls
+        if id(node) not in placed
+        and project.unsure_class(node.func)
+        and _imported(ctx, _root(node.func))
+    ]
+
+
+def _imported(ctx: Context, name: str) -> bool:
+    """Bound only by imports at module level, or by nothing there (a star import)."""
+    return ctx.only_imported(name) or name not in ctx.scopes.module.bindings
+
+
+_MOVES = ("to", "cuda", "cpu")
+
+
+def _root(func: ast.expr) -> str:
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else ""
