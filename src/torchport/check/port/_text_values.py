@@ -124,21 +124,33 @@ def _a_string(expr: ast.expr) -> bool:
 
 def _grown(name: str, facts: PortFacts) -> bool:
     """Whether a list called ``name`` may change anywhere in the file: a method that grows
-    it, an item stored, ``+=``, or it handed to a call (which may grow it)."""
-    for node in ast.walk(facts.module.node):
+    it, an item stored, ``+=``, or it handed to a call (which may grow it). One walk of the
+    file for all names, on the first ask (:func:`_grown_names`)."""
+    found = facts.ctx.memo.get(_GROWN)
+    if found is None:
+        found = facts.ctx.memo[_GROWN] = _grown_names(facts.module.node)
+    return name in found  # type: ignore[operator]
+
+
+_GROWN = "text_values.grown"  # Context.memo's key
+
+
+def _grown_names(tree: ast.AST) -> frozenset[str]:
+    """The names :func:`_grown` answers true for, from one walk of ``tree``."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            hit = node.attr in _GROWERS and _named(node.value, name)
+            held = [node.value] if node.attr in _GROWERS else []
         elif isinstance(node, ast.Subscript):
-            hit = isinstance(node.ctx, ast.Store | ast.Del) and _named(node.value, name)
+            held = [node.value] if isinstance(node.ctx, ast.Store | ast.Del) else []
         elif isinstance(node, ast.AugAssign):
-            hit = _named(node.target, name)
+            held = [node.target]
         elif isinstance(node, ast.Call):
-            hit = any(_named(a, name) for a in node.args) and not _reads_only(node)
+            held = [] if _reads_only(node) else list(node.args)
         else:
             continue
-        if hit:
-            return True
-    return False
+        out.update(n.id for n in held if isinstance(n, ast.Name))
+    return frozenset(out)
 
 
 def _reads_only(call: ast.Call) -> bool:
@@ -147,10 +159,6 @@ def _reads_only(call: ast.Call) -> bool:
     if isinstance(func, ast.Name):
         return func.id in ("len", "print", "sorted", "enumerate", "zip", "str", "list", "tuple")
     return isinstance(func, ast.Attribute) and func.attr in ("choice", "sample", "join")
-
-
-def _named(expr: ast.expr, name: str) -> bool:
-    return isinstance(expr, ast.Name) and expr.id == name
 
 
 def evidently_text(expr: ast.expr, scope: PortScope | None, facts: PortFacts | None) -> bool:
