@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 import torchport.check.rules as rules_pkg
 from torchport.check import check_source, fix_source
 from torchport.check._context import Context
-from torchport.check._engine import RuleSet, _finding_key, _unique, check_text
+from torchport.check._engine import RuleSet, check_text
 from torchport.check._fix import _Accepted, _overlaps, fix_text
 from torchport.check._match import called
-from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule, finding_key, unique_findings
 from torchport.check._select import select_rules
 from torchport.errors import ConfigError
 
@@ -530,5 +530,5 @@ _FINDINGS = st.builds(
 @given(st.lists(_FINDINGS, max_size=30))
 def test_findings_made_unique_run_by_run_are_a_dicts(findings: list[Finding]) -> None:
     # duplicates on purpose: each finding once more, later
-    findings = sorted(findings + findings[::2], key=_finding_key)
-    assert _unique(findings) == list(dict.fromkeys(findings))
+    findings = sorted(findings + findings[::2], key=finding_key)
+    assert unique_findings(findings) == list(dict.fromkeys(findings))

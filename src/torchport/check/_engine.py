@@ -17,8 +17,9 @@ itself (``Rule.call_attrs``), or by its keywords' names (``Rule.call_keywords``)
 every rule for constants lists its values, the walk skips the other constants as those leaves.
 
 A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``) is
-not handed the nodes of the others (``_select.context_of``), nor, for a rule that names
-CUDA, those that need CUDA anyway (``_select.default_reports``; project imports: at a finding).
+not handed the nodes of the others (``_select.context_of``). A rule that names CUDA runs
+where the code needs CUDA anyway (``_select.left_out_why``; project imports: at a finding),
+but what it finds there is only counted (``CheckOutcome.held``), for the summary to say.
 
 A rule that raises is a bug in torchport, not in the checked code: the engine records a
 :class:`RuleFailure` naming the rule and the file, turns that rule off for the rest of the
@@ -39,8 +40,14 @@ from torchport.check._nodes import children_getter, children_of
 from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
-from torchport.check._rule import Finding, Rule
-from torchport.check._select import default_reports, scoped_codes, select_rules, swapped_rules
+from torchport.check._rule import Finding, Rule, finding_key, unique_findings
+from torchport.check._select import (
+    NEEDS_CUDA,
+    left_out_why,
+    scoped_codes,
+    select_rules,
+    swapped_rules,
+)
 from torchport.check._syntax import kept_for, parse_source
 from torchport.check._torch_api import within_target
 
@@ -197,11 +204,17 @@ class RuleSet:
 
 @record()
 class CheckOutcome:
-    """What checking one source produced."""
+    """What checking one source produced.
+
+    ``held``: per code of a rule naming CUDA, the findings a default run leaves out because
+    the code there needs CUDA anyway (``_select.left_out_why``), counted so that the
+    summary can say so rather than call such a file clean (``noqa`` applies first).
+    """
 
     findings: list[Finding]
     failures: list[RuleFailure] = field(default_factory=list)
     noqa: NoqaMap | None = None  # the file's comments, and which of them silenced something
+    held: dict[str, int] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- rule sets
@@ -242,6 +255,7 @@ def _walk(
 ) -> CheckOutcome:
     findings: list[Finding] = []
     failures: list[RuleFailure] = []
+    held: dict[str, int] = {}  # code -> findings left out where the code needs CUDA anyway
     dispatch = ruleset.dispatch
     skip, fields_of = not ruleset.visit_unpositioned, ruleset.fields_of
     by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
@@ -307,12 +321,15 @@ def _walk(
         if rules is not None:
             for rule in rules:
                 lazy = scoped and rule.code in scoped  # its project imports asked at a finding
-                if lazy and not default_reports(type(rule), ctx, node, follow=False):
+                out = lazy and left_out_why(type(rule), ctx, node, follow=False)
+                if out and out != NEEDS_CUDA:
                     continue  # a default run leaves this context to explicit selection
                 try:
                     for finding in rule.check(node, ctx):
-                        if lazy and not default_reports(type(rule), ctx, node):
-                            break  # the file needs CUDA anyway through a project import
+                        if lazy and not out:
+                            out = left_out_why(type(rule), ctx, node)  # project imports too
+                            if out and out != NEEDS_CUDA:
+                                break  # in a def that never runs
                         if noqa:
                             first, last = finding.line, finding.end_line
                             span = _statement_span(node, ctx.ancestors)
@@ -320,7 +337,10 @@ def _walk(
                                 first, last = min(first, span[0]), max(last, span[1])
                             if noqa.silences(finding.code, first, last):
                                 continue
-                        findings.append(finding)
+                        if out:  # needs CUDA anyway: counted for the summary, not listed
+                            held[finding.code] = held.get(finding.code, 0) + 1
+                        else:
+                            findings.append(finding)
                 except Exception as exc:
                     line = getattr(node, "lineno", 1)
                     failure = RuleFailure(rule.code, rule.name, ctx.path, line, repr(exc))
@@ -371,43 +391,11 @@ def _walk(
                 stack[start:] = stack[: start - 1 : -1]
         else:
             pop()  # nothing below it to visit: finished already
-    findings.sort(key=_finding_key)
-    return CheckOutcome(_unique(findings), failures)
-
-
-def _unique(findings: list[Finding]) -> list[Finding]:
-    """``list(dict.fromkeys(findings))`` of findings sorted by :func:`_finding_key`.
-
-    Equal findings have equal keys, so they sit in one run of equal keys: each run is
-    made unique on its own (first kept), with no dict of every finding of the file
-    (a file's last peak of memory: tree, scope map and findings all alive).
-    """
-    out: list[Finding] = []
-    run: list[Finding] = []
-    run_key: tuple[int, int, str, int, int, str] | None = None
-    for finding in findings:
-        key = _finding_key(finding)
-        if key != run_key:
-            run_key, run = key, [finding]
-            out.append(finding)
-        elif finding not in run:
-            run.append(finding)
-            out.append(finding)
-    return out
+    findings.sort(key=finding_key)
+    return CheckOutcome(unique_findings(findings), failures, held=held)
 
 
 _MISSING: Any = object()
-
-
-def _finding_key(finding: Finding) -> tuple[int, int, str, int, int, str]:
-    return (
-        finding.line,
-        finding.col,
-        finding.code,
-        finding.end_line,
-        finding.end_col,
-        finding.message,
-    )
 
 
 def check_tree(

@@ -67,7 +67,18 @@ if TYPE_CHECKING:
 
     from torchport.check._context import Context
 
-__all__ = ["NO_FIX", "Edit", "Example", "Finding", "Fix", "FixSafety", "Intent", "Rule"]
+__all__ = [
+    "NO_FIX",
+    "Edit",
+    "Example",
+    "Finding",
+    "Fix",
+    "FixSafety",
+    "Intent",
+    "Rule",
+    "finding_key",
+    "unique_findings",
+]
 
 _SHIPPED = "torchport.check.rules."
 
@@ -126,6 +137,39 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+def finding_key(finding: Finding) -> tuple[int, int, str, int, int, str]:
+    """The order a file's findings come in: position, code, end, message."""
+    return (
+        finding.line,
+        finding.col,
+        finding.code,
+        finding.end_line,
+        finding.end_col,
+        finding.message,
+    )
+
+
+def unique_findings(findings: list[Finding]) -> list[Finding]:
+    """``list(dict.fromkeys(findings))`` of findings sorted by :func:`finding_key`.
+
+    Equal findings have equal keys, so they sit in one run of equal keys: each run is
+    made unique on its own (first kept), with no dict of every finding of the file
+    (a file's last peak of memory: tree, scope map and findings all alive).
+    """
+    out: list[Finding] = []
+    run: list[Finding] = []
+    run_key: tuple[int, int, str, int, int, str] | None = None
+    for finding in findings:
+        key = finding_key(finding)
+        if key != run_key:
+            run_key, run = key, [finding]
+            out.append(finding)
+        elif finding not in run:
+            run.append(finding)
+            out.append(finding)
+    return out
 
 
 @record(frozen=True)

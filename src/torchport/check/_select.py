@@ -33,6 +33,7 @@ __all__ = [
     "CODE",
     "CONTEXTS",
     "CUDA_NAMING",
+    "NEEDS_CUDA",
     "TEST",
     "available_codes",
     "available_rules",
@@ -41,6 +42,7 @@ __all__ = [
     "fix_command",
     "fixable_rules",
     "in_a_benchmark",
+    "left_out_why",
     "normalise_selectors",
     "scoped_codes",
     "select_rules",
@@ -75,6 +77,9 @@ CUDA_NAMING = frozenset(
         *("TP104", "TP119", "TP401", "TP402", "TP403", "TP404", "TP406", "TP407", "TP408"),
     }
 )
+
+# why a default run leaves a rule out at a node (left_out_why)
+OUT_OF_CONTEXT, NEVER_RUNS, NEEDS_CUDA = "out of context", "never runs", "needs CUDA"
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -289,46 +294,59 @@ def default_reports(
     """Whether a default run reports ``rule`` at the node being checked (``node``): the node
     is in one of the rule's default contexts and not in a method a later ``def`` of its
     class replaces (``rules/_shadowed_defs``: it never runs), and, for a rule of
-    :data:`CUDA_NAMING`, it does not need CUDA anyway
-    (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding it, imports a
-    CUDA-only package or extension, or it is in a test class run only once such an import
-    succeeded; or its file surely imports a module of its own project that needs CUDA
-    anyway, ``rules/_cuda_imports.imports_cuda_module``; or the function holding it, or the
-    script's run it is part of, surely loads a model with FlashAttention,
-    ``rules/_flash_attention``).
+    :data:`CUDA_NAMING`, it does not need CUDA anyway (:func:`left_out_why`).
 
     ``follow=False``: all but the last, which resolves the file's imports: the engine asks
     that first, and the whole question only of a finding about to be reported (a file's
     imports are worth resolving only where a finding is at stake, not for every node a
     rule is handed)."""
+    return not left_out_why(rule, ctx, node, follow=follow)
+
+
+def left_out_why(
+    rule: type[Rule], ctx: Context, node: ast.AST | None = None, *, follow: bool = True
+) -> str:
+    """Why a default run leaves ``rule`` out at the node being checked, or ``""`` where it
+    reports it (:func:`default_reports`, ``follow`` as there).
+
+    :data:`OUT_OF_CONTEXT`: the node is in none of the rule's default contexts;
+    :data:`NEVER_RUNS`: it is in a method a later ``def`` of its class replaces;
+    :data:`NEEDS_CUDA`: the rule is of :data:`CUDA_NAMING` and the code there needs CUDA
+    anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding it,
+    imports a CUDA-only package or extension, or it is in a test class run only once such an
+    import succeeded; or its file surely imports a module of its own project that needs CUDA
+    anyway, ``rules/_cuda_imports.imports_cuda_module``; or the function holding it, or the
+    script's run it is part of, surely loads a model with FlashAttention,
+    ``rules/_flash_attention``). A run's summary counts the findings left out for the last
+    (``CheckOutcome.held``): the code is real, the rule is only not the default's there."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
-        return False
+        return OUT_OF_CONTEXT
     # (each module below is imported only where its file can hold what it looks for)
     if follow and node is not None and "class " in ctx.source and ctx.source.count("def ") > 1:
         from torchport.check.rules._shadowed_defs import in_a_shadowed_def  # on first use
 
         if in_a_shadowed_def(ctx, node):
-            return False
+            return NEVER_RUNS
     if rule.code not in CUDA_NAMING:
-        return True
+        return ""
     from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
 
     if needs_cuda_here(ctx, node):
-        return False
+        return NEEDS_CUDA
     if not follow:
-        return True
+        return ""
     if "flash_attention_" in ctx.source:
         from torchport.check.rules._flash_attention import surely_loads_flash_attention
 
         if surely_loads_flash_attention(ctx, node):
-            return False  # the code there surely loads a model with FlashAttention: CUDA anyway
+            return NEEDS_CUDA  # the code there surely loads a model with FlashAttention
     from torchport.check.rules._own_extensions import may_import_local
 
     if not may_import_local(ctx):  # a look with os.path before the project view is loaded
-        return True
+        return ""
     from torchport.check.rules._cuda_imports import imports_cuda_module
 
-    return not imports_cuda_module(ctx)
+    return NEEDS_CUDA if imports_cuda_module(ctx) else ""
 
 
 def scoped_codes(

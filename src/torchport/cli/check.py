@@ -187,6 +187,7 @@ def _run(args: argparse.Namespace) -> int:
                     show_fixes=args.show_fixes,
                     summary=not args.quiet,
                     plain=result.plain_fix,
+                    held=result.held,
                 )
             )
     if result.errors:

@@ -194,6 +194,7 @@ class CheckCache:
                 sources=dict(entry["sources"]),  # type: ignore[call-overload]
                 stamp=stamp,
                 unused_noqa=[_finding_from_json(dict(f)) for f in entry["unused_noqa"]],  # type: ignore[attr-defined]
+                held={str(c): int(n) for c, n in entry["held"].items()},  # type: ignore[attr-defined]
             )
         except (OSError, KeyError, TypeError, ValueError):
             return None  # changed, gone, or an entry this version cannot read: check again
@@ -214,6 +215,7 @@ class CheckCache:
             "lines": report.lines,
             "sources": report.sources,
             "unused_noqa": [_finding_to_json(f) for f in report.unused_noqa],
+            "held": report.held,
         }
         self._dirty = True
 

@@ -361,6 +361,7 @@ def render(
     show_fixes: bool = False,
     summary: bool = True,
     plain: Collection[str] | None = None,
+    held: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
     """Render in one of :data:`FORMATS`.
 
@@ -369,7 +370,8 @@ def render(
     finding. File errors go into the json, sarif and github forms (text forms
     leave them to stderr and count them in the summary). ``plain``: the codes whose
     fixes a plain ``fix`` applies (:attr:`CheckResult.plain_fix`), for ``[*]``,
-    ``fixable`` and the summary's hints.
+    ``fixable`` and the summary's hints. ``held``: what a default run left out where the
+    code needs CUDA anyway (:attr:`CheckResult.held`), which the text forms' summary counts.
     """
     if fmt == "json":
         return render_json(findings, errors, rules=rules, plain=plain)
@@ -384,7 +386,13 @@ def render(
         return render_ci(findings, errors)
     if fmt == "grouped":
         return render_grouped(
-            findings, len(errors), color=color, summary=summary, rules=rules, plain=plain
+            findings,
+            len(errors),
+            color=color,
+            summary=summary,
+            rules=rules,
+            plain=plain,
+            held=held,
         )
     return render_text(
         findings,
@@ -395,4 +403,5 @@ def render(
         summary=summary,
         rules=rules,
         plain=plain,
+        held=held,
     )

@@ -76,6 +76,10 @@ class CheckResult:
     ``sources`` maps each path a finding names (``nb.ipynb:cell 3`` for a
     notebook's) to the text its lines and edits count in, for excerpts and
     ``--show-fixes``. ``cached`` counts the files whose report came from the cache.
+    ``held`` maps each file where a default run left out findings of rules naming CUDA,
+    because the code there needs CUDA anyway, to their count per code
+    (``_engine.CheckOutcome.held``): not listed, and not in :attr:`findings`, but said in
+    the summary, so that such a file is never called clean.
     """
 
     findings: list[Finding]
@@ -89,6 +93,7 @@ class CheckResult:
     # The codes whose fixes a plain `torchport fix` with these settings applies (a SPEED
     # rule's only where the selection names it; unsafe fixes still need --unsafe).
     plain_fix: tuple[str, ...] = ()
+    held: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -364,9 +369,10 @@ def check_paths(
     sources = {name: text for r in reports for name, text in r.sources.items()}
     lines = sum(r.lines for r in reports)
     unused = sorted((f for r in reports for f in r.unused_noqa), key=lambda f: (f.path, f.line))
+    held = {r.path: r.held for r in sorted(reports, key=lambda r: r.path) if r.held}
     return CheckResult(
         findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused,
-        run.plain_fix,
+        run.plain_fix, held,
     )  # fmt: skip
 
 

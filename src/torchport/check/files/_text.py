@@ -157,11 +157,15 @@ def _summary(
     unplaced: int,
     flags: Sequence[tuple[str, ...] | None],
     unplaced_in: Collection[str] = (),
+    held: Mapping[str, Mapping[str, int]] | None = None,
 ) -> list[str]:
     unchecked = ""
     if errors:
         unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings and not unplaced:
+        if held:  # never "All checks passed." over findings only left out of the listing
+            shown = [f"No findings shown: {_held(held)}."]
+            return [*shown, f"And {unchecked}."] if errors else shown
         return [f"No findings, but {unchecked}." if errors else "All checks passed."]
     # Every file holding a counted finding: placed ones, and unplaced ones (a dry-run
     # fix's, on lines it would write), which name no line but do lie in a file.
@@ -182,9 +186,27 @@ def _summary(
         command = " ".join(["`torchport fix", *(f"--{flag}" for flag in wanted)]) + "`"
         notes.append(f"{needs[wanted]} {'more with' if wanted else 'fixable with'} {command}")
     lines = [summary + (f" ({', '.join(notes)})" if notes else "") + "."]
+    if held:
+        lines.append(f"Not shown: {_held(held)}.")
     if errors:
         lines.append(f"And {unchecked}.")
     return lines
+
+
+def _held(held: Mapping[str, Mapping[str, int]]) -> str:
+    """What a default run left out of files that need CUDA anyway (``CheckResult.held``), and
+    the option that lists it."""
+    counts: Counter[str] = Counter()
+    for per_code in held.values():
+        counts.update(per_code)
+    total, files = sum(counts.values()), len(held)
+    codes = ",".join(sorted(counts))
+    return (
+        f"a default run leaves out {total} finding{'s' if total != 1 else ''} of rules naming "
+        f"CUDA ({codes}) in {files} file{'s' if files != 1 else ''} that "
+        f"need{'s' if files == 1 else ''} CUDA anyway; `--extend-select {codes}` lists "
+        f"{'it' if total == 1 else 'them'}"
+    )
 
 
 def render_text(
@@ -200,6 +222,7 @@ def render_text(
     summary: bool = True,
     rules: Sequence[type[Rule]] = (),
     plain: Collection[str] | None = None,
+    held: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
     """``path:line:col: CODE message`` per finding (``[*]``: a plain `fix` applies it), then a
     summary.
@@ -223,6 +246,8 @@ def render_text(
             (shipped rules are known without).
         plain: The codes whose fixes a plain `fix` with the run's settings applies
             (:attr:`CheckResult.plain_fix`; None: judged by each rule's intent).
+        held: Per file, the findings a default run left out where the code needs CUDA
+            anyway (:attr:`CheckResult.held`), which the summary counts.
     """
     by_code = {r.code: r for r in rules}
     flags = [fix_flags(f, by_code, plain) for f in findings]
@@ -244,7 +269,7 @@ def render_text(
             lines += _fix_lines(f, joined, paint) if joined is not None else []
         lines.append("")
     if summary:
-        lines += _summary(findings, errors, applied, unplaced, flags, unplaced_in)
+        lines += _summary(findings, errors, applied, unplaced, flags, unplaced_in, held)
     return "".join(line + "\n" for line in lines)
 
 
@@ -256,6 +281,7 @@ def render_grouped(
     summary: bool = True,
     rules: Sequence[type[Rule]] = (),
     plain: Collection[str] | None = None,
+    held: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
     """Findings grouped by file, as Ruff's ``grouped`` format: the path on a line of its
     own, then ``  line:col CODE [*] message`` per finding, a blank line after each file;
@@ -276,5 +302,5 @@ def render_grouped(
             lines.append(f"  {where} {paint(_RED, f.code)}{marker} {f.message}")
         lines.append("")
     if summary:
-        lines += _summary(findings, errors, (), 0, flags)
+        lines += _summary(findings, errors, (), 0, flags, (), held)
     return "".join(line + "\n" for line in lines)

@@ -104,6 +104,7 @@ class Report:
     stamp: tuple[int, ...] | None = None
     unused_noqa: list[Finding] = field(default_factory=list)
     reads: dict[str, list[object] | None] = field(default_factory=dict)  # _listing.note
+    held: dict[str, int] = field(default_factory=dict)  # CheckOutcome.held
 
 
 @record(frozen=True)
@@ -387,6 +388,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         report.findings = _place(doc, outcome.findings, doc.text)
         report.unused_noqa = _place(doc, _unused_noqa(path, outcome, chunk, ignored), doc.text)
         report.sources = _sources(doc, path, [*report.findings, *report.unused_noqa])
+        report.held = outcome.held
         report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
     return reports
 
