@@ -13,7 +13,7 @@ noise): ``if <CUDA test>:`` whose body is one ``with`` of torch's autocast on ``
 above) over work naming no CUDA, with no ``else`` or an ``else`` running the very same
 statements without it (:func:`only_enters_autocast`): either way the same work runs on the
 device chosen elsewhere. An ``else`` doing anything else (``model.cpu()``, other work), a
-``with`` of more than the one autocast, or CUDA named in its body keeps the finding.
+``with`` of anything besides its autocast, or CUDA named in its body keeps the finding.
 
 Kept: any other second arm (``torch.autocast("cpu")``, ``"cpu"``, ``nullcontext(value)``), an
 autocast whose other arguments name CUDA, a callee that is not torch's autocast (a function of
