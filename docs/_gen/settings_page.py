@@ -50,6 +50,8 @@ MORE: dict[str, str] = {
     "such an import in a block holding it, "
     "or a test class whose every test is skipped unless such an import succeeded, "
     "or a module defining its own Triton kernel), "
+    'or TP101\'s CUDA defaults of parameters (`def f(device="cuda")`) and CUDA values of '
+    'settings dicts (`{"device": "cuda"}`), which a default run leaves out, '
     "and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
     "ignoring every selected rule is an error.",

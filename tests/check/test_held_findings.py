@@ -1,7 +1,8 @@
-"""What a default run leaves out where the code needs CUDA anyway is counted, never lost.
+"""What a default run leaves out as of low value is counted, never lost.
 
 A default run leaves the rules naming CUDA (``_select.CUDA_NAMING``) out of code that needs
-CUDA anyway (a CUDA-only package imported, ``rules/_cuda_projects.py``): correct findings of
+CUDA anyway (a CUDA-only package imported, ``rules/_cuda_projects.py``), and TP101 out of a
+CUDA default of a parameter or settings dict (``_select.LEFT_FORMS``): correct findings of
 low value there. Left out silently, a file of such code with ``.cuda()`` on every line was
 "All checks passed." (issue 34's silent empty report), and a user could not tell a clean file
 from one the default run does not look at. The engine now runs those rules there too and
@@ -13,7 +14,8 @@ naming CUDA, what the default run lists plus what it counts as held is exactly w
 naming the rule (``--extend-select``, which runs it everywhere) lists, code by code and file
 by file; ``# noqa`` silences the same findings in both. Programs are drawn: which CUDA-only
 import (none, at the top, under ``try``, in a block before some probes), which probes of the
-four default rules naming CUDA, which lines carry a ``# noqa``, over two files.
+four default rules naming CUDA (TP101's left forms among them), which lines carry a
+``# noqa``, over two files.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ PROBES = (
     "torch.cuda.manual_seed(0)",
     "ddp = DDP(model, device_ids=[rank])",
     "y = x + 1",
+    "def f(x, device='cuda'):\n    return x",
+    "def g(x, device=torch.device('cuda')):\n    return x",
+    "cfg = {'device': 'cuda', 'lr': 0.1}",
 )
 # where a CUDA-only package comes in: (lines before the probes, indent of the probes)
 IMPORTS = {
@@ -58,7 +63,8 @@ def modules(draw: st.DrawFn) -> str:
     lines = []
     for probe in probes:
         noqa = draw(st.sampled_from(["", "  # noqa", "  # noqa: TP101", "  # noqa: TP402"]))
-        lines.append(indent + probe + noqa)
+        first, *rest = probe.split("\n")  # a def's noqa on its first line
+        lines += [indent + first + noqa, *(indent + line for line in rest)]
     return _HEAD + "\n".join([*before, *lines]) + "\n"
 
 
@@ -103,7 +109,11 @@ def test_a_file_with_only_held_findings_is_never_called_clean(tmp_path: Path, ca
         summaries.append(capsys.readouterr().out)
     assert summaries[0] == summaries[1]
     assert "All checks passed" not in summaries[0]
-    assert "2 findings of rules naming CUDA (TP101,TP402) in 1 file" in summaries[0]
+    assert (
+        "No findings shown: a default run leaves out 2 findings of rules naming CUDA"
+        in summaries[0]
+    )
+    assert "(TP101,TP402) in 1 file, of low value there" in summaries[0]
     assert "`--extend-select TP101,TP402` lists them" in summaries[0]
     assert main(["check", "--no-cache", "--extend-select", "TP101,TP402", str(tmp_path)]) == 1
     shown = capsys.readouterr().out

@@ -18,8 +18,9 @@ every rule for constants lists its values, the walk skips the other constants as
 
 A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``) is
 not handed the nodes of the others (``_select.context_of``). A rule that names CUDA runs
-where the code needs CUDA anyway (``_select.left_out_why``; project imports: at a finding),
-but what it finds there is only counted (``CheckOutcome.held``), for the summary to say.
+where the code needs CUDA anyway, and a rule at a form a default run leaves out
+(``_select.left_out_why``; project imports: at a finding), but what it finds there is only
+counted (``CheckOutcome.held``), for the summary to say.
 
 A rule that raises is a bug in torchport, not in the checked code: the engine records a
 :class:`RuleFailure` naming the rule and the file, turns that rule off for the rest of the
@@ -42,7 +43,7 @@ from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule, finding_key, unique_findings
 from torchport.check._select import (
-    NEEDS_CUDA,
+    HELD,
     left_out_why,
     scoped_codes,
     select_rules,
@@ -206,9 +207,9 @@ class RuleSet:
 class CheckOutcome:
     """What checking one source produced.
 
-    ``held``: per code of a rule naming CUDA, the findings a default run leaves out because
-    the code there needs CUDA anyway (``_select.left_out_why``), counted so that the
-    summary can say so rather than call such a file clean (``noqa`` applies first).
+    ``held``: per code, the findings a default run leaves out as of low value there (the
+    code needs CUDA anyway, or a form of the rule left out: ``_select.HELD``), counted so
+    that the summary can say so rather than call such a file clean (``noqa`` applies first).
     """
 
     findings: list[Finding]
@@ -322,13 +323,13 @@ def _walk(
             for rule in rules:
                 lazy = scoped and rule.code in scoped  # its project imports asked at a finding
                 out = lazy and left_out_why(type(rule), ctx, node, follow=False)
-                if out and out != NEEDS_CUDA:
+                if out and out not in HELD:
                     continue  # a default run leaves this context to explicit selection
                 try:
                     for finding in rule.check(node, ctx):
                         if lazy and not out:
                             out = left_out_why(type(rule), ctx, node)  # project imports too
-                            if out and out != NEEDS_CUDA:
+                            if out and out not in HELD:
                                 break  # in a def that never runs
                         if noqa:
                             first, last = finding.line, finding.end_line
@@ -337,7 +338,7 @@ def _walk(
                                 first, last = min(first, span[0]), max(last, span[1])
                             if noqa.silences(finding.code, first, last):
                                 continue
-                        if out:  # needs CUDA anyway: counted for the summary, not listed
+                        if out:  # of low value here: counted for the summary, not listed
                             held[finding.code] = held.get(finding.code, 0) + 1
                         else:
                             findings.append(finding)

@@ -21,6 +21,7 @@ from torchport.check._select import (
     CODE,
     CONTEXTS,
     CUDA_NAMING,
+    LEFT_FORMS,
     TEST,
     available_rules,
     fix_command,
@@ -72,6 +73,12 @@ def _default(rule: type[Rule]) -> str:
             f"an import in a block holding it; a module defining its own Triton kernel, though "
             f"Triton also runs on Intel XPUs), where "
             f"`--extend-select {rule.code}` runs it too"
+        )
+    if rule.default and rule.code in LEFT_FORMS:
+        where += (
+            "; a default run leaves out its CUDA defaults of parameters "
+            '(`def f(device="cuda")`) and CUDA values of settings dicts (`{"device": "cuda"}`), '
+            f"judged mostly not real, which `--extend-select {rule.code}` reports too"
         )
     return where
 

@@ -33,6 +33,8 @@ __all__ = [
     "CODE",
     "CONTEXTS",
     "CUDA_NAMING",
+    "HELD",
+    "LEFT_FORMS",
     "NEEDS_CUDA",
     "TEST",
     "available_codes",
@@ -79,7 +81,32 @@ CUDA_NAMING = frozenset(
 )
 
 # why a default run leaves a rule out at a node (left_out_why)
-OUT_OF_CONTEXT, NEVER_RUNS, NEEDS_CUDA = "out of context", "never runs", "needs CUDA"
+OUT_OF_CONTEXT, NEVER_RUNS = "out of context", "never runs"
+NEEDS_CUDA, LOW_VALUE_FORM = "needs CUDA", "a form of low value"
+HELD = (NEEDS_CUDA, LOW_VALUE_FORM)  # those whose findings a default run counts (its summary)
+
+
+# Forms of a rule a default run leaves out, by the node the rule is handed (a run naming the rule
+# reports them): TP101's CUDA default of a parameter (`def f(device="cuda")`, ast.arguments) and
+# CUDA value of a settings dict (`{"device": "cuda"}`, ast.Dict). Judged mostly not real and
+# found at no held-out recall site (check/_default_scope.py, KEPT_ON's TP101 reason, states the
+# figures; benchmarks/RESULTS.md, branch a34ak).
+LEFT_FORMS: dict[str, tuple[type[ast.AST], ...]] = {"TP101": (ast.arguments, ast.Dict)}
+
+
+def _left_form(code: str, ctx: Context, node: ast.AST) -> bool:
+    """Whether ``node`` is a form of rule ``code`` a default run leaves out: its node type, or a
+    parameter's default spelled ``torch.device(...)`` (``def f(device=torch.device("cuda"))``;
+    not another call, which Python runs when the ``def`` runs, used or not)."""
+    forms = LEFT_FORMS[code]
+    if isinstance(node, forms):
+        return True
+    return (
+        ast.arguments in forms
+        and isinstance(node, ast.Call)
+        and isinstance(ctx.parent, ast.arguments)
+        and ctx.qualname(node.func) == "torch.device"
+    )
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -292,9 +319,10 @@ def default_reports(
     rule: type[Rule], ctx: Context, node: ast.AST | None = None, *, follow: bool = True
 ) -> bool:
     """Whether a default run reports ``rule`` at the node being checked (``node``): the node
-    is in one of the rule's default contexts and not in a method a later ``def`` of its
-    class replaces (``rules/_shadowed_defs``: it never runs), and, for a rule of
-    :data:`CUDA_NAMING`, it does not need CUDA anyway (:func:`left_out_why`).
+    is in one of the rule's default contexts, is not a form of the rule a default run leaves
+    out (:data:`LEFT_FORMS`), and not in a method a later ``def`` of its class replaces
+    (``rules/_shadowed_defs``: it never runs), and, for a rule of :data:`CUDA_NAMING`, it
+    does not need CUDA anyway (:func:`left_out_why`).
 
     ``follow=False``: all but the last, which resolves the file's imports: the engine asks
     that first, and the whole question only of a finding about to be reported (a file's
@@ -310,6 +338,8 @@ def left_out_why(
     reports it (:func:`default_reports`, ``follow`` as there).
 
     :data:`OUT_OF_CONTEXT`: the node is in none of the rule's default contexts;
+    :data:`LOW_VALUE_FORM`: it is a form of the rule a default run leaves out
+    (:data:`LEFT_FORMS`);
     :data:`NEVER_RUNS`: it is in a method a later ``def`` of its class replaces;
     :data:`NEEDS_CUDA`: the rule is of :data:`CUDA_NAMING` and the code there needs CUDA
     anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding it,
@@ -317,10 +347,13 @@ def left_out_why(
     import succeeded; or its file surely imports a module of its own project that needs CUDA
     anyway, ``rules/_cuda_imports.imports_cuda_module``; or the function holding it, or the
     script's run it is part of, surely loads a model with FlashAttention,
-    ``rules/_flash_attention``). A run's summary counts the findings left out for the last
-    (``CheckOutcome.held``): the code is real, the rule is only not the default's there."""
+    ``rules/_flash_attention``). A run's summary counts the findings left out for the
+    reasons of :data:`HELD` (``CheckOutcome.held``): correct findings of low value there,
+    which a default run does not list but never hides."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return OUT_OF_CONTEXT
+    if node is not None and rule.code in LEFT_FORMS and _left_form(rule.code, ctx, node):
+        return LOW_VALUE_FORM
     # (each module below is imported only where its file can hold what it looks for)
     if follow and node is not None and "class " in ctx.source and ctx.source.count("def ") > 1:
         from torchport.check.rules._shadowed_defs import in_a_shadowed_def  # on first use
@@ -358,7 +391,7 @@ def scoped_codes(
 
     Those on by the default selection alone (``select`` is None and no
     ``extend_select`` selector names them) whose default contexts are not all, or
-    that are of :data:`CUDA_NAMING`.
+    that are of :data:`CUDA_NAMING` or :data:`LEFT_FORMS`.
     """
     if select is not None:
         return ()
@@ -367,7 +400,11 @@ def scoped_codes(
         sorted(
             rule.code
             for rule in rules
-            if (rule.default_contexts != CONTEXTS or rule.code in CUDA_NAMING)
+            if (
+                rule.default_contexts != CONTEXTS
+                or rule.code in CUDA_NAMING
+                or rule.code in LEFT_FORMS
+            )
             and not any(s == "ALL" or (s and rule.code.startswith(s)) for s in named)
         )
     )

@@ -370,8 +370,8 @@ def render(
     finding. File errors go into the json, sarif and github forms (text forms
     leave them to stderr and count them in the summary). ``plain``: the codes whose
     fixes a plain ``fix`` applies (:attr:`CheckResult.plain_fix`), for ``[*]``,
-    ``fixable`` and the summary's hints. ``held``: what a default run left out where the
-    code needs CUDA anyway (:attr:`CheckResult.held`), which the text forms' summary counts.
+    ``fixable`` and the summary's hints. ``held``: what a default run left out as of low
+    value there (:attr:`CheckResult.held`), which the text forms' summary counts.
     """
     if fmt == "json":
         return render_json(findings, errors, rules=rules, plain=plain)

@@ -76,10 +76,11 @@ class CheckResult:
     ``sources`` maps each path a finding names (``nb.ipynb:cell 3`` for a
     notebook's) to the text its lines and edits count in, for excerpts and
     ``--show-fixes``. ``cached`` counts the files whose report came from the cache.
-    ``held`` maps each file where a default run left out findings of rules naming CUDA,
-    because the code there needs CUDA anyway, to their count per code
-    (``_engine.CheckOutcome.held``): not listed, and not in :attr:`findings`, but said in
-    the summary, so that such a file is never called clean.
+    ``held`` maps each file where a default run left out findings of rules naming CUDA as
+    of low value there (the code needs CUDA anyway, a form of a rule left out:
+    ``_select.HELD``) to their count per code (``_engine.CheckOutcome.held``): not listed,
+    and not in :attr:`findings`, but said in the summary, so that such a file is never
+    called clean.
     """
 
     findings: list[Finding]

@@ -194,8 +194,8 @@ def _summary(
 
 
 def _held(held: Mapping[str, Mapping[str, int]]) -> str:
-    """What a default run left out of files that need CUDA anyway (``CheckResult.held``), and
-    the option that lists it."""
+    """What a default run left out as of low value where it stands (``CheckResult.held``: code
+    that needs CUDA anyway, a form of a rule left out), and the option that lists it."""
     counts: Counter[str] = Counter()
     for per_code in held.values():
         counts.update(per_code)
@@ -203,8 +203,8 @@ def _held(held: Mapping[str, Mapping[str, int]]) -> str:
     codes = ",".join(sorted(counts))
     return (
         f"a default run leaves out {total} finding{'s' if total != 1 else ''} of rules naming "
-        f"CUDA ({codes}) in {files} file{'s' if files != 1 else ''} that "
-        f"need{'s' if files == 1 else ''} CUDA anyway; `--extend-select {codes}` lists "
+        f"CUDA ({codes}) in {files} file{'s' if files != 1 else ''}, of low value there "
+        f"(`--explain CODE` says where); `--extend-select {codes}` lists "
         f"{'it' if total == 1 else 'them'}"
     )
 
@@ -246,8 +246,8 @@ def render_text(
             (shipped rules are known without).
         plain: The codes whose fixes a plain `fix` with the run's settings applies
             (:attr:`CheckResult.plain_fix`; None: judged by each rule's intent).
-        held: Per file, the findings a default run left out where the code needs CUDA
-            anyway (:attr:`CheckResult.held`), which the summary counts.
+        held: Per file, the findings a default run left out as of low value there
+            (:attr:`CheckResult.held`), which the summary counts.
     """
     by_code = {r.code: r for r in rules}
     flags = [fix_flags(f, by_code, plain) for f in findings]

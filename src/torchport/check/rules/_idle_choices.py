@@ -50,7 +50,9 @@ issue 34, branch k34: its judged rows in other code over samples A-T).
   held-out sample AD's F2, pos 58).
 * An autocast or nothing: ``torch.autocast("cuda", ...) if <CUDA test> else nullcontext()``
   (``rules/_autocast_choices.py``; held-out sample AF's N3): a mixed-precision context for
-  work on a device chosen elsewhere, no device picked and nothing on the CPU.
+  work on a device chosen elsewhere, no device picked and nothing on the CPU; and as a
+  statement, ``if <CUDA test>: with torch.autocast("cuda"): <work>`` with no ``else`` or one
+  running the same work (held-out sample AH, snake-dqn).
 * A choice bound at a module's top to a name no code reads: the module never names it again
   and no module of the repository imports it (``rules/_unread_globals.py``; held-out sample
   AB's Deep_RL_SUT ``distributed_rl.py`` and Safe-RL ``run_policy_contrained.py``).
@@ -87,6 +89,7 @@ def decides_nothing(node: ast.If | ast.IfExp, ctx: Context) -> bool:
             )
         )
         or (isinstance(node, ast.If) and _annotates_on_request(node, ctx))
+        or (isinstance(node, ast.If) and _only_enters_autocast(node, ctx))
         or _unread_global(node, ctx)
     )
 
@@ -107,6 +110,15 @@ def _only_picks_autocast(node: ast.IfExp, ctx: Context) -> bool:
     from torchport.check.rules._autocast_choices import only_picks_autocast
 
     return only_picks_autocast(node, ctx)
+
+
+def _only_enters_autocast(node: ast.If, ctx: Context) -> bool:
+    """``rules/_autocast_choices.py``, read on first use (a file naming ``autocast``)."""
+    if not ctx.mentions("autocast"):
+        return False
+    from torchport.check.rules._autocast_choices import only_enters_autocast
+
+    return only_enters_autocast(node, ctx)
 
 
 def _only_a_response_field(node: ast.IfExp, ctx: Context) -> bool:

@@ -47,8 +47,9 @@ class CudaOrCpuDeviceChoice(Rule):
     a name the function never reads, one in a build script,
     and `if use_cuda:` on the function's own parameter over NVTX marks only (`_idle_choices`),
     a choice that only places a seeded `torch.Generator` given to a diffusers pipeline (a CPU
-    generator serves any device), one a FastAPI route returns as a text field, and
-    `torch.autocast("cuda") if <test> else nullcontext()`: a context, no device, is picked.
+    generator serves any device), one a FastAPI route returns as a text field, and an
+    autocast: `torch.autocast("cuda") if <test> else nullcontext()`, or `if <test>:` over
+    one `with torch.autocast("cuda"):` (no `else`, or one doing the same): no device is picked.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs everywhere. But it
