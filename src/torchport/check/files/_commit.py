@@ -10,15 +10,17 @@ edited since it was read, atomic, owner and mode kept). A file refused is a
 :class:`~torchport.check.files._work.FileError` naming it; the findings left in it are the
 original's, worked out again here. What a run that stops half-way leaves:
 
-* stopped while files are fixed (Ctrl-C, SIGTERM, SIGKILL, a crash): no file is written;
+* stopped while files are fixed (Ctrl-C, SIGTERM, SIGKILL, torchport itself crashing): no
+  file is written (a rule that crashes on one file is that file's error; the run goes on);
 * Ctrl-C while files are written: the file being written is finished, no other is
   started, and each file left as it was is an error (``not written: the run was
   interrupted``), so the report says which files were written and which were not;
-* SIGKILL or a power cut while files are written: the files before it in path order are
-  written, the others not (a killed write leaves a temp file the next run removes).
+* SIGTERM, SIGKILL or a power cut while files are written (a rename and two fsyncs a
+  file): the files before it in path order are written, the others not, unsaid (a killed
+  write leaves a temp file the next run removes).
 
 Memory: each changed file's new bytes, and the original bytes its stamp keeps for the
-edit check, are held from its fix to the end of the run.
+edit check, are held from its fix to the end of the run (timm's port: 53 files, 3.8 MB).
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ def _interrupts_held() -> Iterator[Callable[[], bool]]:
         return
     try:
         yield lambda: bool(came)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    finally:  # (None: a handler not set from Python, which cannot be set back; the default)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 def write_fixed(run: Plan, reports: list[Report]) -> None:
