@@ -76,7 +76,7 @@ def apply_diff(files: dict[str, str], diff: str, root: Path) -> dict[str, str]:
     return out
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d", "\n"]), max_size=8),
     st.lists(st.sampled_from(["a\n", "b\n", "x\n", "d", "\n"]), max_size=8),
@@ -165,7 +165,7 @@ def written_equals_diff(command: str, files: dict[str, str], order: list[int], j
         assert changed == sorted(n for n in files if expected[n] != files[n])
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), projects(), st.sampled_from(["port", "fix"]), st.sampled_from([1, 2]))
 def test_a_writing_run_writes_its_diff(
     data: st.DataObject, files: dict[str, str], command: str, jobs: int
@@ -198,15 +198,28 @@ _STAR = {
 }
 
 
-@pytest.mark.parametrize("command", ["port", "fix"])
-@pytest.mark.parametrize(("order", "jobs"), [([0, 1], 1), ([1, 0], 1), ([0, 1], 2)])
+# Six more models: eight chunks of one file for two workers, the module's first, the
+# script's last, begun once each worker has ported three or four models.
+_STAR_AND_SIX = {**_STAR, **{f"m{i}.py": _STAR["model.py"] for i in range(6)}}
+
+
+@pytest.mark.parametrize(
+    ("command", "files", "order", "jobs"),
+    [
+        ("port", _STAR, [0, 1], 1),
+        ("fix", _STAR, [0, 1], 1),
+        ("port", _STAR, [1, 0], 1),
+        ("port", _STAR_AND_SIX, [6, 0, 1, 2, 3, 4, 5, 7], 2),
+    ],
+)
 def test_a_star_importing_script_ported_after_its_module(
-    command: str, order: list[int], jobs: int
+    command: str, files: dict[str, str], order: list[int], jobs: int
 ) -> None:
-    """The module first (its port adds ``device``), the script star-importing it second:
-    the script was written with ``_device`` (base: fails for ``[0, 1]`` with one process),
-    where ``--diff`` shows ``device``."""
-    written_equals_diff(command, _cuda(_STAR) if command == "fix" else _STAR, order, jobs)
+    """The module first (its port adds ``device``), the script star-importing it after:
+    the script was written with ``_device`` where ``--diff`` shows ``device`` (base: fails
+    with one process, and with two workers where the module's chunk ends before the
+    script's begins: the eight-file case in each of 4 runs; two files alone now and then)."""
+    written_equals_diff(command, _cuda(files) if command == "fix" else files, order, jobs)
 
 
 def _two_files(tmp_path: Path) -> tuple[Path, Path]:
