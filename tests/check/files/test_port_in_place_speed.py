@@ -1,12 +1,13 @@
-"""An in-place port's cost: a listing span per file, and workers only on idle cores (issue 31).
+"""An in-place port's cost: a listing span per chunk, and workers only on idle cores (issue 31).
 
 A port that writes (``torchport port PATH``) could not take ``port --diff``'s span of
-folder listings for its whole chunk: it changes the tree between files. Outside a span
+folder listings for its whole chunk: it changed the tree between files. Outside a span
 every kept answer (a module's facts, a folder's CUDA extensions) checked each path it
 read with its own ``stat`` each time it was asked: timm's in-place port made 4.8 million
 ``stat`` calls (``_listing.same``) where ``--diff`` made 170,000, and took 38 s of CPU
-against 15. Each file's fix is now a span of its own (nothing is written while one file is
-fixed; the span ends before the file is written, so the next file's answers see the write).
+against 15. Each file's fix then became a span of its own; since no file is written
+before every file is fixed (``files/_commit.py``, issue 31/34), a writing chunk runs in one
+span, as ``--diff``'s.
 
 The default number of workers is the cores no other process keeps busy (the load
 average's), one process below two: each worker works out its files' project views again.
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from torchport.check import _fix, _listing
-from torchport.check.files import _plan, _work
+from torchport.check.files import _fixing, _plan, _work
 from torchport.check.port._rewrite import PORT_REPORTS, PORT_SELECT, port_paths
 
 _PROJECT = {
@@ -61,12 +62,28 @@ def _ported(root: Path) -> tuple[dict[str, str], list[tuple[str, int, int, str, 
     return texts, left, len(result.changed)
 
 
-def test_an_in_place_port_checks_kept_answers_once_a_file(
+def _spans(root: Path, monkeypatch: pytest.MonkeyPatch, *, diff: bool) -> list[int]:
+    """The listing span each file's fix ran in (-1: none), counted from the run's first."""
+    spans: list[int] = []
+    fix_text = _fix.fix_text
+
+    def seen(*args: object, **kwargs: object) -> object:
+        spans.append(_listing.span())
+        return fix_text(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_fix, "fix_text", seen)
+        port_paths([root], jobs=1, diff=diff)
+    return [s - spans[0] if s != -1 else -1 for s in spans]
+
+
+def test_an_in_place_port_checks_kept_answers_once_a_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Outside a span each kept answer's every read is ``stat``-ed whenever it is asked
-    (``_listing.same``); in a file's span once for all the answers of the file."""
-    root = _project(tmp_path)
+    (``_listing.same``); in a chunk's span once for all the answers of its files, and the
+    in-place port's chunks are ``--diff``'s, span for span (nothing is written meanwhile)."""
+    root = _project(tmp_path / "a")
     calls: list[str] = []
     same = _listing.same
 
@@ -75,19 +92,12 @@ def test_an_in_place_port_checks_kept_answers_once_a_file(
         return same(path, then)
 
     monkeypatch.setattr(_listing, "same", counted)
-    spans: list[int] = []
-    fix_text = _fix.fix_text
-
-    def seen(*args: object, **kwargs: object) -> object:
-        spans.append(_listing.span())
-        return fix_text(*args, **kwargs)
-
-    monkeypatch.setattr(_fix, "fix_text", seen)
-    _texts, _left, changed = _ported(root)
-    assert changed >= 3  # the port wrote files while later ones were read
+    dry = _spans(root, monkeypatch, diff=True)
+    spans = _spans(root, monkeypatch, diff=False)
     assert calls == []  # (before: every kept answer's reads, once per question)
     assert len(spans) == len(_PROJECT) and -1 not in spans
-    assert len(set(spans)) == len(spans)  # a span a file: none outlives a write
+    assert spans == dry and len(set(spans)) < len(spans)  # a chunk's files share its span
+    assert _ported(_project(tmp_path / "b"))[2] >= 3  # it writes files later ones read
 
 
 def test_an_in_place_port_with_a_span_a_file_writes_what_it_wrote_without(
@@ -95,7 +105,7 @@ def test_an_in_place_port_with_a_span_a_file_writes_what_it_wrote_without(
 ) -> None:
     """The oracle: the same project ported in place with no span at all (the code before)."""
     with_spans = _ported(_project(tmp_path / "a"))
-    monkeypatch.setattr(_work, "listed_once", contextlib.nullcontext)
+    monkeypatch.setattr(_fixing, "listed_once", contextlib.nullcontext)
     without = _ported(_project(tmp_path / "b"))
     assert with_spans == without
     assert with_spans[0] != _PROJECT  # something was ported

@@ -41,7 +41,6 @@ from torchport.check.files._work import (
     FileFix,
     Report,
     check_chunk,
-    fix_chunk,
     no_cycle_scans,
 )
 
@@ -402,7 +401,10 @@ def fix_paths(
     ``report_only`` (reported only: the port's kept CUDA-or-CPU choices, TP109). Unapplied
     fixes stay in :attr:`FixResult.remaining`.
 
-    How files are written is :mod:`torchport.check.files._write`'s policy: read-only
+    No file is written until every file is fixed (:mod:`torchport.check.files._commit`):
+    each fix reads the project as it was, so the files written are, for any ``jobs`` and
+    any order of ``paths``, exactly what ``diff=True`` shows. How files are written is
+    :mod:`torchport.check.files._write`'s policy: read-only
     files and files edited while this runs are refused (a :class:`FileError`,
     exit 2), mode, owner, setuid bits and hard links are kept, and a file reached
     through a symlink that leads outside the given paths is never written. With
@@ -422,7 +424,11 @@ def fix_paths(
         paths, select, ignore, extend_select, config, jobs, template,
         speed=speed, target_torch=target_torch, report_only=report_only,
     )  # fmt: skip
+    from torchport.check.files._commit import write_fixed  # (a check loads neither: start-up)
+    from torchport.check.files._fixing import fix_chunk
+
     reports = _map(fix_chunk, chunked(run), run.jobs, progress)
+    write_fixed(run, reports)  # once every file is fixed (nothing to write with diff or stdin)
     remaining = [f for r in reports for f in r.findings]
     remaining.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     errors = run.errors + [e for r in reports for e in r.errors]

@@ -1,13 +1,10 @@
-"""What a worker does with one chunk of files: read each, check or fix it, write it back.
+"""What a worker does with one chunk of files: read each and check it; the records of a run.
 
 Runs in worker processes as well as in the calling one, so everything a chunk needs travels
 in the picklable :class:`Chunk`. Per-file problems (unreadable, undecodable, unparsable, a
 rule that crashed, a write refused) become :class:`FileError` entries; the other files run.
-
-Fixing keeps a file's bytes outside the fixes exactly: a UTF-8 BOM, a coding cookie's
-encoding and the file's line ending (a file that uses ``\\r\\n`` or a lone ``\\r`` throughout
-is fixed as ``\\n`` text and turned back, so inserted lines match). Writing goes through
-:func:`torchport.check.files._write.write_back`, notebooks through ``files/_notebook.py``.
+How a file is read (:func:`_load`: its encoding, line ending, notebook cells) is shared with
+fixing, :mod:`torchport.check.files._fixing`.
 """
 
 from __future__ import annotations
@@ -16,11 +13,9 @@ import ast
 import contextlib
 import functools
 import gc
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
-from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
+from torchport.check._engine import CheckOutcome, RuleSet, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._listing import listed_once, recorded
 from torchport.check._noqa import unknown_codes
@@ -29,7 +24,6 @@ from torchport.check._printable import quoted
 from torchport.check._records import field, record, replace
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, keep_checked, parse_source
-from torchport.check.files._discovery import inside_roots
 from torchport.check.files._reading import (
     MAX_SOURCE_BYTES,
     SourceError,
@@ -42,7 +36,6 @@ from torchport.check.files._reading import (
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
-    from torchport.check._fix import FixOutcome
     from torchport.check.files._notebook import Notebook
 
 __all__ = [
@@ -52,7 +45,6 @@ __all__ = [
     "FileFix",
     "Report",
     "check_chunk",
-    "fix_chunk",
     "no_cycle_scans",
 ]
 
@@ -105,6 +97,8 @@ class Report:
     unused_noqa: list[Finding] = field(default_factory=list)
     reads: dict[str, list[object] | None] = field(default_factory=dict)  # _listing.note
     held: dict[str, int] = field(default_factory=dict)  # CheckOutcome.held
+    # A writing fix's: the fixed bytes and the stamp of those they replace (files/_commit.py)
+    to_write: tuple[bytes, Stamp] | None = None
 
 
 @record(frozen=True)
@@ -390,110 +384,4 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         report.sources = _sources(doc, path, [*report.findings, *report.unused_noqa])
         report.held = outcome.held
         report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
-    return reports
-
-
-def _encode(doc: _Doc, fixed: str) -> tuple[str, str]:
-    """(fixed text, original text) as the file holds them: for writing and diffs."""
-    if doc.notebook is not None:
-        return doc.notebook.write(fixed), doc.raw
-    if doc.newline not in (None, "\n"):
-        fixed = fixed.replace("\n", doc.newline)
-    return fixed, doc.raw
-
-
-def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: RuleSet) -> Report:
-    # imported here, as all that only a fix needs: `check` starts faster without them
-    from torchport.check.files._notebook import NotebookError
-    from torchport.check.files._remap import to_original
-    from torchport.check.files._write import WriteRefused, write_back
-
-    if chunk.diff:  # nothing is written: say where what is left lies in the text on disk
-        remaining, unplaced = to_original(outcome.remaining, outcome.source, doc.text)
-        report = Report(path, findings=_place(doc, remaining, doc.text), unplaced=unplaced)
-    else:
-        report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
-    report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
-    if outcome.source == doc.text:
-        return report
-    fixed = dict(sorted(outcome.fixed.items()))
-    try:
-        new, old = _encode(doc, outcome.source)
-        if chunk.diff or chunk.stdin is not None:
-            # A BOM is part of the file's first line: a patch without it does not apply.
-            bom = "\ufeff" if doc.encoding == "utf-8-sig" else ""
-            diff = replace(outcome, source=bom + new).diff(bom + old, path)  # diff reads source
-            encoding = "utf-8" if doc.encoding == "utf-8-sig" else doc.encoding  # BOM: in text
-            report.fix = FileFix(
-                path, fixed, diff if chunk.diff else "", False, text=bom + new, encoding=encoding
-            )
-            return report
-        if not inside_roots(Path(path), chunk.roots):
-            raise WriteRefused(
-                "not fixed: a symlink leads here from outside the folder it was given in "
-                "(a linked file, or a file in a linked folder); fix never writes through "
-                "such a link: run fix on the target's own path instead"
-            )
-        assert doc.stamp is not None
-        write_back(path, new.encode(doc.encoding), doc.stamp)
-    except (WriteRefused, NotebookError, OSError, UnicodeEncodeError) as exc:
-        message = str(exc) if isinstance(exc, WriteRefused | NotebookError) else None
-        report.errors.append(FileError(path, message or f"not fixed: cannot write it: {exc}"))
-        # Nothing was written: what is left is everything the original holds.
-        left = check_text(doc.text, path, full, settings=chunk.settings).findings
-        report.findings = _place(doc, left, doc.text)
-        return report
-    report.fix = FileFix(path, fixed, "", written=True)
-    return report
-
-
-@no_cycle_scans()
-def fix_chunk(chunk: Chunk) -> list[Report]:
-    """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``.
-
-    Writing runs first remove the temp files a killed run left in the folders
-    of the chunk's files that ``fix`` may write, never through a link leading out
-    (see :func:`~torchport.check.files._write.remove_stale_temps`).
-    """
-    if chunk.diff or chunk.stdin is not None:
-        # Nothing is written: the tree's folders hold still for the chunk, as a check's.
-        with listed_once():
-            return _fix_files(chunk)
-    return _fix_files(chunk)
-
-
-def _fix_files(chunk: Chunk) -> list[Report]:
-    from torchport.check._fix import fix_text  # (a check never loads the fixer: start-up)
-    from torchport.check.files._write import remove_stale_temps
-
-    reports: list[Report] = []
-    cleaned: set[str] = set()
-    for path, ignored in chunk.files:
-        if not chunk.diff and chunk.stdin is None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if folder not in cleaned:
-                cleaned.add(folder)
-                # Only where fix may write, and never through a symlinked folder.
-                direct = os.path.realpath(folder) == folder
-                if direct and inside_roots(Path(path), chunk.roots):
-                    remove_stale_temps(folder)
-        report = Report(path)
-        doc = _load(path, report, chunk, fixing=True)
-        tree = None if doc is None else _parse(path, doc, report)
-        if doc is not None and tree is not None:
-            full = _ruleset(chunk.rules, ignored, chunk.scoped)
-            try:
-                # A writing run changes the tree only between files: a file's fix is a span
-                with listed_once():  # (a dry run's: fix_chunk's span holds them all)
-                    outcome = fix_text(
-                        doc.text, path, full, unsafe=chunk.unsafe, tree=tree,
-                        fixable=chunk.fixable, settings=chunk.settings,
-                    )  # fmt: skip
-            except Exception as exc:
-                report.errors.append(_internal(path, exc, doc.text))
-            else:
-                keep_checked(path, doc.text, tree)  # for a later view reading it, as a check's
-                errors, report = report.errors, _fix_one(chunk, path, doc, outcome, full)
-                report.errors[:0] = errors
-        reports.append(report)
     return reports
