@@ -23,6 +23,10 @@ module-level imports bind to the project's own modules, and what those are:
   ``source[:, i:j].contiguous()``): what a call gives lives where the tensors
   handed to those parameters live, so the importing file follows the arguments.
 
+A module gives its importers, of each kind, the names it defines and those it re-exports:
+binds from another project module by an import alone, a star import or an alias
+(``port/_reexports.py``: ``from pkg import make_model`` is ``pkg/model.py``'s factory).
+
 A module is found the way Python finds it when the script runs from its own
 folder: beside the importing file, then at the root above its packages
 (the first folder up without an ``__init__.py``); relative imports from the

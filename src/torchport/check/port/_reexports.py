@@ -20,6 +20,7 @@ import ast
 from collections.abc import Sequence
 
 from torchport.check._context import Context
+from torchport.check._match import dotted_parts
 from torchport.check.port._module_facts import PortKinds
 from torchport.check.semantic import Binding, BindingKind
 
@@ -128,7 +129,9 @@ def with_reexports(ctx: Context, imported: ProjectImports, own: PortKinds) -> Po
             if source in given:
                 given.add(name)
         else:
-            facts = imported.modules.get(_dotted(value.value) or "")
+            assert isinstance(value, ast.Attribute)
+            parts = dotted_parts(value.value)
+            facts = imported.modules.get(".".join(parts)) if parts is not None else None
             if facts is None:
                 continue
             source = value.attr
@@ -155,13 +158,3 @@ def with_reexports(ctx: Context, imported: ProjectImports, own: PortKinds) -> Po
         tensor_items=tuple(tensor_items.items()),
         given=frozenset(given),
     )
-
-
-def _dotted(expr: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    return ".".join([expr.id, *reversed(parts)])
