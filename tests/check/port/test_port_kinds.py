@@ -4,8 +4,8 @@ A check asks a file's project view only for owners (``project_owners``: TP310's 
 TP101's receivers); the port asks every kind (``project_of``). The view for owners leaves
 the port's kinds of each module (``ModuleFacts.port``) and of the view itself to their
 first read (``_port_kinds.later_kinds``, ``_project.complete``). Held here on generated
-projects (star imports, package re-exports, a submodule named as its package's function,
-import cycles, names also written in docstrings and ``__all__``), against the view made
+projects (star imports, package re-exports, aliases, a submodule named as its package's
+function, import cycles, names also written in docstrings and ``__all__``), against the view made
 whole at once (``kinds=True``, the port's, the view as it was before):
 
 * before it is completed, the view for owners has the same owners, unresolved names,
@@ -108,6 +108,8 @@ def projects(draw: st.DrawFn) -> dict[str, str]:
             lines.append(f"__all__ = {shown!r}\n")
         if draw(st.booleans()):
             lines.append(f"{draw(names)} = None\n")  # rebinds an import, or its own
+        if draw(st.booleans()):  # an alias of an import, its own or a module's name
+            lines.append(f"alias = {draw(st.sampled_from(['h.', 'model.', '']))}{draw(names)}\n")
         files[f"{module}.py"] = "".join(lines)
     return files
 
@@ -174,19 +176,22 @@ def test_a_view_for_owners_completed_later_is_the_view_made_whole(files: dict[st
 
 def _holds_what_the_view_relies_on(facts: ModuleFacts) -> None:
     """What a view for owners relies on to leave the port kinds (``_project._imports_of``,
-    ``record_star``): every name of a kind is one the module binds itself, but a model
-    class it takes by a star import and re-exports (branch x31aj); every class is an owner;
-    every name of a port kind is in ``may_hold`` (a name outside is in none)."""
-    reexported = facts.classes - facts.defined  # bound by a star import (branch x31aj)
-    assert not reexported & facts.plain_classes, reexported
+    ``record_star``): every name of a kind is one the module binds itself, but a name it
+    takes by a star import and re-exports (``_reexports.py``), and only where it has one;
+    every class is an owner; every name of a port kind is one ``may_give`` answers for, asked
+    without making them (its own functions and values, its imports, its star imports')."""
+    starred = facts.classes - facts.defined  # bound by a star import alone
     for _, attr in KINDS:
-        assert getattr(facts, attr) - reexported <= facts.defined, attr
+        starred |= getattr(facts, attr) - facts.defined
+    assert not starred or facts.starred, starred
+    assert not starred & facts.plain_classes, starred
     assert facts.classes | facts.plain_classes <= facts.owned.keys(), "an owner"
     made = facts.made
     for name in ("factories", "tensor_functions", "tensors", "devices", "cpu_functions"):
-        assert getattr(made, name) <= facts.may_hold, name
-    assert made.view_functions | made.host_functions <= facts.may_hold
-    assert {n for n, _ in made.host_items} <= facts.may_hold
+        assert all(facts.may_give(n) for n in getattr(made, name)), name
+    assert all(facts.may_give(n) for n in made.view_functions | made.host_functions)
+    assert all(facts.may_give(n) for n, _ in made.host_items)
+    assert made.given <= facts.imports | facts.may_hold | starred, "a re-export or alias"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -41,12 +41,12 @@ from torchport.check.port._project import (
     KINDS,
     ProjectImports,
     _imports_of,
-    _only_import,
     _record,
     _top_imports,
     module_facts,
 )
 from torchport.check.port._project_owners import rebound_by_own_call
+from torchport.check.port._reexports import only_import as _only_import
 from torchport.check.port._rewrite import PORT_REPORTS, PORT_SELECT, port_paths, port_text
 from torchport.check.port._star_imports import record_star, star_chain
 

@@ -42,6 +42,9 @@ class PortKinds:
     # functions returning tuples of one length: (function, (length, the positions holding a
     # CPU tensor in every return)) (_module_functions.tensor_positions)
     tensor_items: tuple[tuple[str, tuple[int, tuple[int, ...]]], ...] = ()
+    # the functions and module-level values of other project modules it re-exports
+    # (_reexports.py): an importer's port reads their code as the module's own
+    given: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -57,6 +60,10 @@ class ModuleFacts:
     # the names a port kind may hold: its module-level functions and `name = ...` targets
     # (a name outside it is in none, asked without making them)
     may_hold: frozenset[str] = frozenset()
+    # the names it binds by a module-level `from ... import name`, and whether it has a star
+    # import there: a port kind may hold them too, re-exported (_reexports.py)
+    imports: frozenset[str] = frozenset()
+    starred: bool = False
     # names a model class could be behind that the view cannot resolve (_unsure_names.py),
     # and whether a module-level `__getattr__` may give the names it does not bind
     unsure: frozenset[str] = frozenset()
@@ -99,6 +106,20 @@ class ModuleFacts:
     host_functions = property(lambda self: self.made.host_functions)
     host_items = property(lambda self: self.made.host_items)
     tensor_items = property(lambda self: self.made.tensor_items)
+    given = property(lambda self: self.made.given)
+
+    def starred_only(self, name: str) -> bool:
+        """Whether only a star import of the module may give ``name`` a port kind."""
+        return name not in self.may_hold and name not in self.imports
+
+    def may_give(self, name: str) -> bool:
+        """Whether a port kind may hold ``name``, asked without making them: its own
+        function or value (``may_hold``), or one it re-exports (an import, a star import)."""
+        return (
+            name in self.may_hold
+            or name in self.imports
+            or (self.starred and name not in self.defined)
+        )
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
@@ -113,6 +134,8 @@ class ModuleFacts:
             self.defined,
             self.unsure,
             self.dynamic,
+            self.imports,
+            self.starred,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -27,6 +27,7 @@ from torchport.check.port._module_functions import (
     tensor_positions,
     viewed_parameters,
 )
+from torchport.check.port._reexports import with_reexports
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def port_kinds(
         and (positions := converted_inputs(ctx, c))
     ]
     hosts = host_functions(ctx, tree)
-    return PortKinds(
+    own = PortKinds(
         factories=frozenset(knowledge.factories & {f.name for f in functions}),
         tensor_functions=frozenset(tensor_functions),
         tensors=frozenset(tensors),
@@ -110,3 +111,4 @@ def port_kinds(
             (f.name, found) for f in functions if (found := tensor_positions(ctx, f)) is not None
         ),
     )
+    return with_reexports(ctx, imported, own)  # and what it re-exports, of the same kinds

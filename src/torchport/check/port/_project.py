@@ -23,6 +23,10 @@ module-level imports bind to the project's own modules, and what those are:
   ``source[:, i:j].contiguous()``): what a call gives lives where the tensors
   handed to those parameters live, so the importing file follows the arguments.
 
+A module gives its importers, of each kind, the names it defines and those it re-exports:
+binds from another project module by an import alone, a star import or an alias
+(``port/_reexports.py``: ``from pkg import make_model`` is ``pkg/model.py``'s factory).
+
 A module is found the way Python finds it when the script runs from its own
 folder: beside the importing file, then at the root above its packages
 (the first folder up without an ``__init__.py``); relative imports from the
@@ -35,7 +39,6 @@ A file with no path on disk (stdin, a string) has no project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -53,10 +56,12 @@ from torchport.check.port._project_owners import (
     owners_of,
     rebound_by_own_call,
 )
+from torchport.check.port._reexports import imported_names, reexported_classes
+from torchport.check.port._reexports import only_import as imports_only
 from torchport.check.port._script_path import find_on_script_path
 from torchport.check.port._star_imports import record_star, star_chain, star_kinds
 from torchport.check.port._unsure_names import dynamic, unsure_names
-from torchport.check.semantic import Binding, BindingKind
+from torchport.check.semantic import Binding
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -170,12 +175,13 @@ def _facts_of(
     # What an importer of this module takes for a model class: its own, and those it binds
     # by importing them from another project module (`from .model import Net` in a package's
     # __init__, a star import) or by naming one (`Net = _Net`): each resolves to its definition.
-    given = models | _reexported(ctx, imported, knowledge.classes)
+    given = models | reexported_classes(ctx, imported, knowledge.classes)
     if kinds:
         port: object = port_kinds(ctx, imported, knowledge, models)
     else:  # made on first read, from what they rest on (not the tree: the text)
         classes = frozenset(knowledge.classes)
         port = partial(later_kinds, ctx.path, ctx.source, imported, classes, models)
+    reexports = imported_names(tree)
     return ModuleFacts(
         path=ctx.path,
         classes=given,
@@ -183,31 +189,12 @@ def _facts_of(
         owners=owners_of(ctx, imported, models),
         defined=bound_names(tree),
         may_hold=may_hold(tree),
+        imports=reexports[0],
+        starred=reexports[1],
         unsure=unsure_names(ctx, imported, knowledge.classes),
         dynamic=dynamic(tree),
         port=port,  # type: ignore[arg-type]
     )
-
-
-def _reexported(ctx: Context, imported: ProjectImports, known: set[str]) -> frozenset[str]:
-    """The model classes of other project modules the module ``ctx`` binds at module level
-    by an import alone (or a star import: no binding of its own), or by one ``Name = Other``
-    (or ``= module.Other``) of a model class (its only binding there)."""
-    bindings = ctx.scopes.module.bindings
-    out = {n for n in imported.classes if _only_import(bindings.get(n, [])) or n not in bindings}
-    for stmt in ctx.tree.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and (
-                (isinstance(stmt.value, ast.Name) and stmt.value.id in known)
-                or (isinstance(stmt.value, ast.Attribute) and imported.model_class(stmt.value))
-            )
-            and len(bindings.get(stmt.targets[0].id, [])) == 1
-        ):
-            out.add(stmt.targets[0].id)
-    return frozenset(out)
 
 
 def later_kinds(
@@ -258,7 +245,7 @@ def _imports_of(
                     out.module_methods |= _own_methods(source_facts)
                 for alias in node.names:
                     local = alias.asname or alias.name
-                    if source_facts is not None and alias.name in source_facts.may_hold:
+                    if source_facts is not None and source_facts.may_give(alias.name):
                         out.later(("hosts", local, alias.name, source_facts))
                     if alias.name == "*":  # `from model import *`: its public names, theirs
                         if source is not None and source_facts is not None:
@@ -277,16 +264,24 @@ def _imports_of(
                         alias.name in source_facts.owned or alias.name in source_facts.classes
                     )
                     if source_facts is not None and not recorded:
-                        if alias.name not in source_facts.may_hold:
+                        if not source_facts.may_give(alias.name):
                             pass  # in no kind (a class is owned): `_defines` is false
-                        elif source_facts.kinds_made or kinds:
+                        elif (
+                            source_facts.kinds_made
+                            or kinds
+                            or source_facts.starred_only(alias.name)
+                        ):
+                            # (a name only its star import may give: whether it is unresolved
+                            # follows from its kind, which the owners need now)
                             recorded = _defines(source_facts, alias.name)
                         else:
                             # A function or value of the module's: a port kind may hold it.
                             # Unless a submodule has its name (then ask: its kinds are made),
                             # only the port's kinds change with the answer: ask it then.
+                            # (bound here by more than the import: whether it is unsure
+                            # follows from its kind, which the owners need now)
                             sub = find(dotted, node.level)
-                            if sub is None:
+                            if sub is None and only_import(local):
                                 out.later(("record", local, alias.name, source_facts, True))
                                 continue
                             recorded = _defines(source_facts, alias.name)
@@ -302,7 +297,10 @@ def _imports_of(
                         and alias.name in source_facts.classes
                         and rebound_by_own_call(bindings().get(local, []), local)
                     ):
-                        if source_facts is not None and alias.name in source_facts.classes:
+                        if source_facts is not None and (
+                            alias.name in source_facts.classes
+                            or (recorded and alias.name in source_facts.factories)
+                        ):
                             out.unsure.add(local)  # bound here by more than the import
                         continue
                     if source_facts is not None and alias.name in source_facts.owned:
@@ -360,7 +358,7 @@ def _asker(
         return bound[0]
 
     def only_import(name: str) -> bool:  # read from the text or the statements: no scope map
-        return ctx.only_imported(name) or _only_import(bindings().get(name, []))
+        return ctx.only_imported(name) or imports_only(bindings().get(name, []))
 
     return only_import, bindings
 
@@ -384,7 +382,8 @@ def complete(view: ProjectImports, ctx: Context) -> None:
         if what == "hosts":
             if not only_import(local):
                 continue
-            view.functions.add(local)  # a module-level function or value of the project's
+            if name in facts.may_hold or name in facts.given:  # (else a library's, given)
+                view.functions.add(local)  # a module-level function or value of the project's
             items, tensors = dict(facts.host_items), dict(facts.tensor_items)
             if name in facts.host_functions:
                 view.host_functions.add(local)
@@ -407,11 +406,6 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
             for inner in block:
                 found.extend(_top_imports(inner))
     return found
-
-
-def _only_import(bindings: Sequence[Binding]) -> bool:
-    """A module-level name that nothing but imports binds."""
-    return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
 
 
 def _unread(facts: ModuleFacts | None, name: str) -> bool:

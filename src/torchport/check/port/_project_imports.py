@@ -170,8 +170,8 @@ class ProjectImports:
         if facts is None:
             return None
         found = facts.owned.get(expr.attr)
-        if found is None and expr.attr not in facts.defined:
-            return UNRESOLVED  # bound there by a star or dynamic import
+        if found is None and expr.attr not in facts.defined and expr.attr not in facts.given:
+            return UNRESOLVED  # bound there by a star or dynamic import, not re-exported
         return found
 
     def lookup(self, expr: ast.expr) -> tuple[str, str] | None:

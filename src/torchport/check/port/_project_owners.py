@@ -245,6 +245,23 @@ def owners_of(
                 cls = imported.owner_of(func)
             if cls is not None and not cls[0] and cls[2] != "unresolved":
                 owners[stmt.targets[0].id] = (True, cls[1], cls[2])
+    bindings = ctx.scopes.module.bindings
+    for stmt in ctx.tree.body:  # `Net = _Net`, `Net = model.Net`: an alias has its class's
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, (ast.Name, ast.Attribute))
+            and len(bindings.get(stmt.targets[0].id, [])) == 1
+        ):
+            value = stmt.value
+            found = owners.get(value.id) if isinstance(value, ast.Name) else None
+            if found is None and isinstance(value, ast.Name) and value.id in classes.defs:
+                found = classes.of_class(value.id)
+            if found is None and isinstance(value, ast.Attribute):
+                found = imported.owner_of(value)
+            if found is not None and not found[0] and found[2] != "unresolved":
+                owners.setdefault(stmt.targets[0].id, found)
     dynamic = classes.dynamic
     for name, given in dynamic.by_name.items():  # `Box = type("Box", (), {"cuda": f})`
         if name in owners:  # `config.to = f` of a module-level instance: merged

@@ -2,13 +2,15 @@
 
 A module binds a name by importing it from another project module (a package's
 ``__init__``: ``from .model import Net``), by a chain of such imports, a star import or an
-alias (``Net = _Net``): the view resolves each to its definition (``_project._reexported``).
+alias (``Net = _Net``): the view resolves each to its definition (``_reexports.py``).
 Where it cannot, and a model class could be behind the name, the name is *unsure*: an
 importing file's port reports a call of it (TP523) rather than take it for an unknown
 callable and say "0 left" with the model on the CPU:
 
 * a name the module binds more than once where one binding is a model class (its own, one
-  it imports, an alias): which one an importer gets, the code decides when it runs;
+  it imports, an alias), or an import of a factory (``from .model import make_model`` and
+  ``make_model = None``; ``_project._imports_of``): which one an importer gets, the code
+  decides when it runs;
 * a name it imports from a project module where it is unsure;
 * a capitalised name it does not bind itself where it defines a module-level
   ``__getattr__`` (``ModuleFacts.dynamic``): what that returns, only a run can tell.
