@@ -102,6 +102,21 @@ def _placed(record: dict[str, object]) -> bool:
     return record.get("now") is None and bool(record.get("same")) and record["devices"] == ["sim:0"]
 
 
+def test_a_lambda_factory_imported_from_a_project_module_is_moved_with_its_input() -> None:
+    """No child: the script's model and input are both moved, nothing left (the run below)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, made in enumerate(FACTORIES.values()):
+            root = Path(tmp) / f"p{i}"
+            for rel, text in _project(made, "module").items():
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text, encoding="utf-8")
+            result = port_paths([root], jobs=1)
+            assert not result.errors and not result.remaining, (made, result.remaining)
+            script = (root / "train.py").read_text(encoding="utf-8")
+            assert "m.Net().to(device)" in script and "4).to(device)" in script, script
+
+
+@pytest.mark.slow  # one child of six projects
 def test_a_lambda_factory_imported_from_a_project_module_is_placed() -> None:
     cases = [(made, spelling) for made in FACTORIES.values() for spelling in ("from", "module")]
     for case, (left, record) in zip(cases, _ported_projects(cases), strict=True):
