@@ -11,11 +11,11 @@ function returning ``body``; whether it builds a model is the factories' own que
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
-    from torchport.check.port._structure import PortScope
+    from torchport.check.port._device_flow import PortScope
 
 __all__ = ["lambda_factory_returns"]
 
