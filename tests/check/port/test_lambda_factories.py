@@ -61,11 +61,18 @@ LEFT = {  # the same class, silent still ("0 left", the model on the CPU)
 }
 
 
+def test_a_lambda_factory_in_the_file_is_moved_with_its_input() -> None:
+    """No child: the model and the input it meets are both moved, nothing left."""
+    for made in FACTORIES.values():
+        ported = port_text(_NET + made + _USE)
+        assert ported.remaining == [], made  # placed, nothing said
+        assert "_Net().to(device)" in ported.source, ported.source
+        assert "x = torch.randn(2, 4).to(device)" in ported.source, ported.source
+
+
+@pytest.mark.slow  # one child of three programs
 def test_a_lambda_factory_in_the_file_is_placed() -> None:
-    sources = [_NET + made + _USE for made in FACTORIES.values()]
-    for source in sources:
-        assert port_text(source).remaining == [], source  # placed, nothing said
-    placed_or_said(sources)
+    placed_or_said([_NET + made + _USE for made in FACTORIES.values()])
 
 
 def _project(made: str, spelling: str) -> dict[str, str]:
