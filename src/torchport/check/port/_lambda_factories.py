@@ -14,8 +14,8 @@ import ast
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
-    from torchport.check.port._facts import PortFacts
     from torchport.check.port._device_flow import PortScope
+    from torchport.check.port._facts import PortFacts
 
 __all__ = ["lambda_factory_returns"]
 
