@@ -232,15 +232,13 @@ def device_settings(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:
 
 
 def is_cpu_target(expr: ast.expr | None, ctx: Context) -> bool:
-    """Whether a ``.to()`` target is plainly the CPU (``"cpu"`` or ``torch.device("cpu")``)."""
+    """Whether a ``.to()`` target is plainly the CPU (``"cpu"``, ``torch.device("cpu")``)."""
     if string_value(expr) == "cpu":
         return True
-    return (
-        isinstance(expr, ast.Call)
-        and ctx.qualname(expr.func) == "torch.device"
-        and bool(expr.args)
-        and string_value(expr.args[0]) == "cpu"
-    )
+    if not (isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "torch.device"):
+        return False
+    given = [*expr.args[:1], *(k.value for k in expr.keywords if k.arg == "type")]
+    return bool(given) and string_value(given[0]) == "cpu"  # (k31ak: `type="cpu"` too)
 
 
 def probably_tensor(expr: ast.expr, ctx: Context, *, by_name: bool = True) -> bool:

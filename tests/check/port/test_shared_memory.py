@@ -10,7 +10,8 @@ place, or the statement rebinds the array's name), else reported (TP503, no fix)
 The oracle (``no_cuda_sim.placed_or_said``, written apart from the port): the original on the
 CPU, the port on the simulated accelerator: the original's values with every output on
 ``sim:0``, or a finding left. Near forms (nothing written through the sharing) must be placed
-with nothing left.
+with nothing left. A view of the array (``torch.from_numpy(a[:, :3])``) is the array's to the
+invariant (k31ak: it was said whatever followed).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ MAKERS = {
     "as_tensor": "torch.as_tensor(a)",
     "asarray": "torch.asarray(a)",
     "from_numpy, cast": "torch.from_numpy(a).float()",
+    # k31ak: a view of the array shares its memory too (said whole on be62ecb8, even unwritten:
+    # hunkim/PyTorchZeroToAll's `from_numpy(xy[:, [-1]])`); followed as the array's name
+    "from_numpy of a view": "torch.from_numpy(a[:, :3])",
+    "as_tensor of rows": "torch.as_tensor(a[0:1])",
 }
 WRITES = {  # after the tensor is made: each one seen through the sharing on the CPU
     "an item": "a[0, 0] = 5.0",

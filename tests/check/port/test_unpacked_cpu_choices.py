@@ -6,7 +6,9 @@ a chain testing CUDA and MPS or XPU only, or ``if not torch.cuda.is_available():
 ``else``, was silent (TP120), and the program ran on the CPU wherever the accelerator it left
 out is there (issue 31, k31ah's strict xfail). The invariant (``rules/_partial_chains``'s
 ``sets_the_cpu``, the one reading of "binds the CPU" both TP120 forms ask): the CPU bound to a
-name of its own, by a plain binding or one item of an unpacked tuple, is the CPU.
+name of its own, by a plain binding or one item of an unpacked tuple, is the CPU. Branch k31ak
+added the nested (``(device, n), m = ("cpu", 0), 0``) and starred (``device, *rest = "cpu", 0,
+0``) unpackings and ``torch.device(type="cpu")``, each silent before.
 
 The oracle (``no_cuda_sim.placed_or_said``, written apart from the port): the simulated
 accelerator seen as MPS or XPU are (``torch.cuda.is_available()`` False, neither MPS nor XPU
@@ -37,6 +39,10 @@ _BINDINGS = {  # how a branch binds its device `{d}` beside a count `{n}`
     "a pair, device second": "n, device = {n}, torch.device({d!r})",
     "a list": "[device, n] = [{d!r}, {n}]",
     "a returned pair": "return torch.device({d!r}), {n}",
+    # k31ak: nested, starred and the keyword spelling were not read (silent on be62ecb8)
+    "a nested pair": "(device, n), m = (torch.device({d!r}), {n}), {n}",
+    "a starred rest": "device, *rest = torch.device({d!r}), {n}, {n}",
+    "the type keyword": "device = torch.device(type={d!r})",
 }
 _FORMS = ("if chain", "expression", "one-armed")
 
@@ -69,6 +75,10 @@ CASE = st.tuples(
 )
 _EACH = [(_PARTIAL[i % 4], b, "if chain") for i, b in enumerate(sorted(_BINDINGS))]
 _EACH += [(("cuda", "mps"), "a pair", "expression"), (("cuda",), "a pair", "one-armed")]
+_EACH += [
+    (("xpu", "cuda"), "a nested pair", "one-armed"),
+    (("cuda", "xpu"), "a starred rest", "if chain"),
+]
 
 
 # the default run: the explicit cases only (each example is a child's run on `sim`); the

@@ -28,11 +28,9 @@ name every fix of a port uses is chosen here too (:meth:`PortFacts.device_at`).
 
 One object, made of parts each in its own module: the device values, sinks and
 reach are its :class:`~torchport.check.port._device_flow.DeviceFlow` (which asks
-it what a model is), the device name its
-:class:`~torchport.check.port._device_name.DeviceName`, captured tensors
-:func:`~torchport.check.port._captures.mark_captured`, the file's shape (parents,
-scopes, names' places) its one walk,
-:class:`~torchport.check.port._structure.FileStructure`.
+it what a model is), the device name its :class:`~torchport.check.port._device_name.DeviceName`,
+captured tensors :func:`~torchport.check.port._captures.mark_captured`, the file's shape
+(parents, scopes, names' places) its walk, :class:`~torchport.check.port._structure.FileStructure`.
 """
 
 from __future__ import annotations
@@ -53,6 +51,7 @@ from torchport.check.port._device_name import DeviceName
 from torchport.check.port._global_values import share_globals
 from torchport.check.port._guesses import share_with_module
 from torchport.check.port._instances import HostMethods, converted_inputs
+from torchport.check.port._lambda_factories import lambda_factory_returns
 from torchport.check.port._lambdas import followed_lambdas
 from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._models import ModelKnowledge, library_driven
@@ -265,7 +264,7 @@ class PortFacts:
                 n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
             ]
             returns.append((name, scope, values))
-        returns += self._inner_factory_returns()
+        returns += self._inner_factory_returns() + lambda_factory_returns(self)
         # `for net in zip(nets, ...)`: a target of listed models is one
         loops = loop_candidates(self.ctx.scopes, searched, self.loads_of, self.scope_of)
         # Factories, call sites and bindings feed each other: up to three rounds. Each

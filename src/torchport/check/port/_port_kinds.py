@@ -62,11 +62,15 @@ def port_kinds(
     tree = ctx.tree
     knowledge.factories |= imported.factories
     functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
+    lambdas = _bound_lambdas(tree)
     for _ in range(2):  # a factory calling another factory of the module
         before = len(knowledge.factories)
         for func in functions:
             if returns_all(func, partial(builds, knowledge, func=func)):
                 knowledge.factories.add(func.name)
+        for name, lam in lambdas.items():  # `Net = lambda: _Net()` (k31ak: the importer's input)
+            if builds(knowledge, lam.body, func=lam):
+                knowledge.factories.add(name)
         if len(knowledge.factories) == before:
             break  # nothing new: a second round asks the same of the same knowledge
     tensor_functions = {
@@ -97,7 +101,7 @@ def port_kinds(
     ]
     hosts = host_functions(ctx, tree)
     own = PortKinds(
-        factories=frozenset(knowledge.factories & {f.name for f in functions}),
+        factories=frozenset(knowledge.factories & {*(f.name for f in functions), *lambdas}),
         tensor_functions=frozenset(tensor_functions),
         tensors=frozenset(tensors),
         devices=frozenset(devices),
@@ -112,3 +116,32 @@ def port_kinds(
         ),
     )
     return with_reexports(ctx, imported, own)  # and what it re-exports, of the same kinds
+
+
+def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
+    """``name = lambda ...: body`` at module level, the module level's only binding of
+    ``name`` (``_lambda_factories``: offered as a factory returning ``body``)."""
+    found = {
+        stmt.targets[0].id: stmt.value
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Lambda)
+    }
+    if not found:
+        return found
+    counts: dict[str, int] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            names = [
+                getattr(stmt, "name", None),
+                *(a.asname or a.name for a in getattr(stmt, "names", ())),
+            ]
+            for name in names:
+                counts[(name or "").partition(".")[0]] = 2
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                counts[node.id] = counts.get(node.id, 0) + 1
+    return {name: lam for name, lam in found.items() if counts.get(name) == 1}

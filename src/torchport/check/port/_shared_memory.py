@@ -49,12 +49,14 @@ def shared_memory(node: ast.Call, facts: PortFacts) -> str:
     where the port may move it (see the module docstring)."""
     if facts.ctx.qualname(node.func) not in SHARING or not node.args:
         return ""
-    source = node.args[0]
+    shown = source = node.args[0]
+    while isinstance(source, ast.Subscript) and isinstance(source.ctx, ast.Load):
+        source = source.value  # `xy[:, :-1]`, a view: shares `xy`'s memory (k31ak: said)
     if not isinstance(source, ast.Name):
         # made in the call (`np.ones(3)`, a list): nothing else holds it; an attribute or an
         # item (`self.buf`, `arrays[0]`) is held elsewhere: said
         fresh = isinstance(source, ast.Call | ast.Constant | ast.List | ast.Tuple | ast.BinOp)
-        return "" if fresh else _message(source)
+        return "" if fresh and source is shown else _message(shown)
     scope = facts.scope_of.get(id(node)) or facts.module
     bound = _bound(node, facts)
     statement: ast.AST | None = node
@@ -71,7 +73,7 @@ def shared_memory(node: ast.Call, facts: PortFacts) -> str:
             continue
         later = use.lineno > after or facts.scope_of.get(id(use)) is not scope
         if later and (written or not _reads(use, facts)):
-            return _message(source)
+            return _message(shown)
     return ""
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.semantic import BindingKind
+
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts, PortScope
@@ -21,6 +23,7 @@ _STR_METHODS = frozenset(
 )  # fmt: skip
 _STR_CALLS = frozenset({"str", "input", "repr", "ascii", "chr"})
 _GROWERS = frozenset({"append", "extend", "insert", "__setitem__", "__iadd__"})
+_GROWS = BindingKind.AUGMENTED
 
 
 class _Text:
@@ -88,7 +91,7 @@ class _Text:
         held = expr.value
         if not isinstance(held, ast.Name) or self.scope is None or self.facts is None:
             return False
-        bound = self.facts.bindings(held.id, self.scope)
+        bound = self._assigned(held)
         if not bound or _grown(held.id, self.facts):
             return False
         for b in bound:
@@ -102,12 +105,25 @@ class _Text:
                 return False
         return True
 
+    def _assigned(self, name: ast.Name) -> list[ast.expr] | None:
+        """The values assigned to ``name`` where it is read, where those are all its bindings
+        there: none of another kind (``with ... as w``, ``except``, an import) nor another
+        scope's (a function's ``global w``; k31ak: ``w = "a"`` then ``def g(): global w;
+        w = model(x)`` was text). None where not."""
+        assert self.scope is not None and self.facts is not None
+        bound = self.facts.bindings(name.id, self.scope)
+        # (`s += "x"` keeps a str a str, or raises: a list grown so is `_grown`'s)
+        seen = [b for b in self.facts.ctx.scopes.bindings(name.id, name) if b.kind is not _GROWS]
+        if not bound or len(seen) != len(bound):
+            return None
+        return None if any(b.kind is not BindingKind.ASSIGN for b in seen) else bound
+
     def _name(self, name: ast.Name, depth: int) -> bool:
         """Every binding that may reach the read is text, and no list of that name is grown
         anywhere in the file (``words = [""]`` then ``words.append(out)``)."""
         if self.scope is None or self.facts is None:
             return False
-        bound = self.facts.bindings(name.id, self.scope)
+        bound = self._assigned(name)
         if not bound or not all(self(b, depth + 1) for b in bound):
             return False
         return not (

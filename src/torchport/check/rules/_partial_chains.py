@@ -147,12 +147,10 @@ def sets_the_cpu(stmt: ast.stmt, ctx: Context, *, returns: bool = True) -> bool:
         return False
     if is_cpu_target(stmt.value, ctx):
         return True
-    return unpacks_the_cpu(stmt.value, ctx) and (
-        isinstance(stmt, ast.Return)
-        or (
-            isinstance(stmt, ast.Assign)
-            and any(_unpacked_into(t, stmt.value) for t in stmt.targets)
-        )
+    if isinstance(stmt, ast.Return):
+        return unpacks_the_cpu(stmt.value, ctx)
+    return isinstance(stmt, ast.Assign) and any(
+        _binds_a_cpu_item(t, stmt.value, ctx) for t in stmt.targets
     )
 
 
@@ -163,12 +161,29 @@ def unpacks_the_cpu(value: ast.expr, ctx: Context) -> bool:
     )
 
 
-def _unpacked_into(target: ast.expr, value: ast.expr) -> bool:
-    """Whether ``target = value`` unpacks ``value``'s items one by one (the same length, no
-    starred item): the CPU item then binds a name of its own."""
-    return (
-        isinstance(target, ast.Tuple | ast.List)
-        and isinstance(value, ast.Tuple | ast.List)
-        and len(target.elts) == len(value.elts)
-        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+def _binds_a_cpu_item(target: ast.expr, value: ast.expr, ctx: Context) -> bool:
+    """Whether ``target = value`` unpacks ``value``'s items into targets of their own, one of
+    them plainly the CPU: item by item at the same length, nested (``(device, n), m =
+    ("cpu", 0), 0``), or around one starred target (``device, *rest = "cpu", 0, 0``: the items
+    before it by position, those after it from the end). k31ak: the nested and starred forms
+    were not read, and their chains stayed silent."""
+    if not (isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List)):
+        return False
+    if any(isinstance(e, ast.Starred) for e in value.elts):
+        return False
+    stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+    if len(stars) > 1 or len(value.elts) < len(target.elts) - len(stars):
+        return False
+    if not stars and len(value.elts) != len(target.elts):
+        return False
+    star = stars[0] if stars else len(target.elts)
+    after = len(target.elts) - star - 1 if stars else 0
+    pairs = [*zip(target.elts[:star], value.elts[:star], strict=True)]
+    if after:
+        pairs += zip(target.elts[-after:], value.elts[-after:], strict=True)
+    return any(
+        _binds_a_cpu_item(t, v, ctx)
+        if isinstance(t, ast.Tuple | ast.List)
+        else is_cpu_target(v, ctx)
+        for t, v in pairs
     )
