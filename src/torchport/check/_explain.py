@@ -80,6 +80,8 @@ def _default(rule: type[Rule]) -> str:
             '(`def f(device="cuda")`) and CUDA values of settings dicts (`{"device": "cuda"}`), '
             f"judged mostly not real, which `--extend-select {rule.code}` reports too"
         )
+    if rule.default and (rule.code in CUDA_NAMING or rule.code in LEFT_FORMS):
+        where += "; the summary of a default run counts what it leaves out there"
     return where
 
 
