@@ -3,8 +3,9 @@ the start-up).
 
 Most of the suite's children (the simulated accelerator's checks, ported programs run against
 their originals) begin with ``import torch``: about 1.5 s of CPU on the 2-core machine, paid
-again by every child. Here one server per test process imports torch and
-``torchport.testing`` once, then forks a child per request; the child runs the source as
+again by every child. Here one server per test process imports torch,
+``torchport.testing`` and what the simulated accelerator's install and first op import once
+(about 1 s more of CPU a child), then forks a child per request; the child runs the source as
 ``python -c`` would (a fresh ``__main__``, ``sys.argv``, the working directory, its own
 stdout and stderr) and ends as the interpreter's shutdown does (waits for its threads, runs its
 ``atexit`` handlers, flushes), less tearing down every module, which with torch loaded would
@@ -35,6 +36,17 @@ _SERVER = r"""
 import atexit, json, os, sys, threading, types
 import torch  # noqa: F401  (the point of the server)
 import torchport.testing  # noqa: F401
+# What installing the simulated accelerator and its first op import, paid once here, not in
+# each child that installs it (~1 s of CPU each): torchport's runtime, and what torch imports
+# on the first op on `sim` (torch.distributed.tensor, sympy). Not the install itself, nor the
+# modules that name the device (the install imports those).
+import torchport.diagnose
+import torchport.place
+import torchport.sim
+try:
+    import torch.distributed.tensor
+except ImportError:  # a torch built without distributed: the child imports what it needs
+    pass
 
 print("ready", flush=True)
 for line in sys.stdin:
