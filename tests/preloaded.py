@@ -58,7 +58,7 @@ for line in sys.stdin:
         print(os.waitstatus_to_exitcode(status), flush=True)
         continue
     # The child: become `python -c SOURCE ARGS...`.
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = os.open(request["stdin"] or os.devnull, os.O_RDONLY)
     out = os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC)
     err = os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC)
     for fd, target in ((null, 0), (out, 1), (err, 2)):
@@ -102,27 +102,29 @@ def run_python(
     *args: str,
     env: dict[str, str] | None = None,
     timeout: float | None = None,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """What ``subprocess.run([sys.executable, "-c", source, *args], capture_output=True,
-    text=True, env=env, timeout=timeout)`` returns, from a child forked off the preloaded
-    server where ``env`` (default: this process's) is the server's own."""
+    text=True, env=env, timeout=timeout, input=input)`` returns, from a child forked off the
+    preloaded server where ``env`` (default: this process's) is the server's own."""
     env = dict(os.environ if env is None else env)
     command = [sys.executable, "-c", source, *args]
     if not hasattr(os, "fork"):
-        return _fresh(command, env, timeout)
+        return _fresh(command, env, timeout, input)
     with _lock:
         server = _started(env)
         if server is None:
-            return _fresh(command, env, timeout)
-        return _forked(server, source, args, env, timeout)
+            return _fresh(command, env, timeout, input)
+        return _forked(server, source, args, env, timeout, input)
 
 
 def _fresh(
-    command: list[str], env: dict[str, str], timeout: float | None
+    command: list[str], env: dict[str, str], timeout: float | None, input: str | None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        command, capture_output=True, text=True, env=env, timeout=timeout, check=False
-    )
+        command, capture_output=True, text=True, env=env, timeout=timeout, input=input,
+        check=False,
+    )  # fmt: skip
 
 
 # What pytest sets for each test phase; nothing reads it at start-up. A child is given it
@@ -203,6 +205,7 @@ def _forked(
     args: tuple[str, ...],
     env: dict[str, str],
     timeout: float | None,
+    input: str | None,
 ) -> subprocess.CompletedProcess[str]:
     global _server
     command = [sys.executable, "-c", source, *args]
@@ -210,10 +213,14 @@ def _forked(
         out, err = Path(folder, "out"), Path(folder, "err")
         out.touch()
         err.touch()
+        stdin = None
+        if input is not None:  # the child reads it as its stdin (text mode: UTF-8)
+            stdin = Path(folder, "in")
+            stdin.write_text(input, encoding="utf-8")
         try:
             server.send(
                 {"source": source, "argv": list(args), "cwd": os.getcwd(), "env": env,
-                 "stdout": str(out), "stderr": str(err)}
+                 "stdout": str(out), "stderr": str(err), "stdin": stdin and str(stdin)}
             )  # fmt: skip
             pid = int(server.line() or "-1")
             if pid <= 0:
