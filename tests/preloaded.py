@@ -3,8 +3,9 @@ the start-up).
 
 Most of the suite's children (the simulated accelerator's checks, ported programs run against
 their originals) begin with ``import torch``: about 1.5 s of CPU on the 2-core machine, paid
-again by every child. Here one server per test process imports torch and
-``torchport.testing`` once, then forks a child per request; the child runs the source as
+again by every child. Here one server per test process imports torch,
+``torchport.testing`` and what the simulated accelerator's install and first op import once
+(about 1 s more of CPU a child), then forks a child per request; the child runs the source as
 ``python -c`` would (a fresh ``__main__``, ``sys.argv``, the working directory, its own
 stdout and stderr) and ends as the interpreter's shutdown does (waits for its threads, runs its
 ``atexit`` handlers, flushes), less tearing down every module, which with torch loaded would
@@ -35,6 +36,17 @@ _SERVER = r"""
 import atexit, json, os, sys, threading, types
 import torch  # noqa: F401  (the point of the server)
 import torchport.testing  # noqa: F401
+# What installing the simulated accelerator and its first op import, paid once here, not in
+# each child that installs it (~1 s of CPU each): torchport's runtime, and what torch imports
+# on the first op on `sim` (torch.distributed.tensor, sympy). Not the install itself, nor the
+# modules that name the device (the install imports those).
+import torchport.diagnose
+import torchport.place
+import torchport.sim
+try:
+    import torch.distributed.tensor
+except ImportError:  # a torch built without distributed: the child imports what it needs
+    pass
 
 print("ready", flush=True)
 for line in sys.stdin:
@@ -46,7 +58,7 @@ for line in sys.stdin:
         print(os.waitstatus_to_exitcode(status), flush=True)
         continue
     # The child: become `python -c SOURCE ARGS...`.
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = os.open(request["stdin"] or os.devnull, os.O_RDONLY)
     out = os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC)
     err = os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC)
     for fd, target in ((null, 0), (out, 1), (err, 2)):
@@ -90,27 +102,29 @@ def run_python(
     *args: str,
     env: dict[str, str] | None = None,
     timeout: float | None = None,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """What ``subprocess.run([sys.executable, "-c", source, *args], capture_output=True,
-    text=True, env=env, timeout=timeout)`` returns, from a child forked off the preloaded
-    server where ``env`` (default: this process's) is the server's own."""
+    text=True, env=env, timeout=timeout, input=input)`` returns, from a child forked off the
+    preloaded server where ``env`` (default: this process's) is the server's own."""
     env = dict(os.environ if env is None else env)
     command = [sys.executable, "-c", source, *args]
     if not hasattr(os, "fork"):
-        return _fresh(command, env, timeout)
+        return _fresh(command, env, timeout, input)
     with _lock:
         server = _started(env)
         if server is None:
-            return _fresh(command, env, timeout)
-        return _forked(server, source, args, env, timeout)
+            return _fresh(command, env, timeout, input)
+        return _forked(server, source, args, env, timeout, input)
 
 
 def _fresh(
-    command: list[str], env: dict[str, str], timeout: float | None
+    command: list[str], env: dict[str, str], timeout: float | None, input: str | None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        command, capture_output=True, text=True, env=env, timeout=timeout, check=False
-    )
+        command, capture_output=True, text=True, env=env, timeout=timeout, input=input,
+        check=False,
+    )  # fmt: skip
 
 
 # What pytest sets for each test phase; nothing reads it at start-up. A child is given it
@@ -191,6 +205,7 @@ def _forked(
     args: tuple[str, ...],
     env: dict[str, str],
     timeout: float | None,
+    input: str | None,
 ) -> subprocess.CompletedProcess[str]:
     global _server
     command = [sys.executable, "-c", source, *args]
@@ -198,10 +213,14 @@ def _forked(
         out, err = Path(folder, "out"), Path(folder, "err")
         out.touch()
         err.touch()
+        stdin = None
+        if input is not None:  # the child reads it as its stdin (text mode: UTF-8)
+            stdin = Path(folder, "in")
+            stdin.write_text(input, encoding="utf-8")
         try:
             server.send(
                 {"source": source, "argv": list(args), "cwd": os.getcwd(), "env": env,
-                 "stdout": str(out), "stderr": str(err)}
+                 "stdout": str(out), "stderr": str(err), "stdin": stdin and str(stdin)}
             )  # fmt: skip
             pid = int(server.line() or "-1")
             if pid <= 0:

@@ -54,6 +54,16 @@ def test_a_forked_child_says_and_ends_as_a_fresh_interpreter(
     )
 
 
+def test_a_forked_child_reads_its_input_as_a_fresh_interpreter_does() -> None:
+    source = "import sys; print(repr(sys.stdin.read()), sys.argv[1:])"
+    forked = run_python(source, "x", input="héllo\n2")
+    fresh = subprocess.run(
+        [sys.executable, "-c", source, "x"], input="héllo\n2", capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert (forked.returncode, forked.stdout, forked.stderr) == (0, fresh.stdout, "")
+
+
 def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_python("import time; time.sleep(60)", timeout=1)

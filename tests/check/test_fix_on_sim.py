@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.preloaded import run_python
 from torchport.check import check_source
 
 HERE = Path(__file__).parent
@@ -87,14 +87,7 @@ def test_fixed_fragments_run_the_same_on_the_simulated_accelerator() -> None:
     cases = _cases()
     assert len(cases) > 20  # the fragments do draw fixes
     assert check_source("import torch\nx = torch.ones(1).cuda()\n", extend_select=["TP101"])
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(HERE)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    out = run_python(_CHILD, str(HERE), input=json.dumps(cases), timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     failures = json.loads(out.stdout.strip().splitlines()[-1])
     assert not failures, f"{len(failures)} failures; the first:\n" + "\n\n".join(failures[:3])

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.no_cuda_sim import in_a_child
+from tests.preloaded import run_python
 from torchport.check.port import port_text
 
 # what the compat module binds: (role, the torch import it makes with the alias `{}`)
@@ -215,12 +216,9 @@ print(json.dumps(type(found["model"]).__module__))
 
 def _which_nn(root: Path) -> str:
     import json
-    import subprocess
-    import sys
 
-    done = subprocess.run(
-        [sys.executable, "-c", _WHICH, str(root)], capture_output=True, text=True, check=True
-    )
+    done = run_python(_WHICH, str(root))
+    assert done.returncode == 0, done.stderr[-3000:]
     module: str = json.loads(done.stdout.strip().splitlines()[-1])
     return module
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.siblings import load, needs_matplotlib
+from tests.preloaded import run_python
 from torchport.check import port_paths
 
 project_fuzz = load("project_fuzz_for_host_results", Path(__file__).parent / "test_project_fuzz.py")
@@ -59,6 +59,7 @@ def accuracy_score(y_true, y_pred):
 # stopped (the innermost frame in that file) and why.
 _CHILD = """
 import json, runpy, sys, traceback, warnings
+sys.path.insert(0, sys.argv.pop(1))  # the stubs (sklearn), first as PYTHONPATH would put them
 import torch
 from torchport.testing import simulate_accelerator
 
@@ -181,12 +182,10 @@ def _reported_where_they_stop(programs: list[str]) -> list[tuple[int | None, lis
             sys.path.remove(str(stubs))
             sys.modules.pop("sklearn.metrics", None)
             sys.modules.pop("sklearn", None)
+        # the stubs on the child's path, not in PYTHONPATH: the suite's own environment, so the
+        # child is forked off the preloaded server
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-        env["PYTHONPATH"] = os.pathsep.join([str(stubs), *sys.path])
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, *cases],
-            capture_output=True, text=True, timeout=600, env=env, check=False,
-        )  # fmt: skip
+        done = run_python(_CHILD, str(stubs), *cases, timeout=600, env=env)
         assert done.returncode == 0, done.stderr[-3000:]
         ran = json.loads(done.stdout.strip().splitlines()[-1])
         found: list[tuple[int | None, list[int]]] = []

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -33,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.preloaded import run_python
 from torchport.check import port_paths
 from torchport.check.port import port_text
 
@@ -103,14 +102,10 @@ def _child(code: str, jobs: list[tuple[str, str]] | list[str]) -> list[list[list
     with tempfile.TemporaryDirectory() as tmp:
         listed = Path(tmp) / "jobs.json"
         listed.write_text(json.dumps(jobs))
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(listed)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**os.environ, "TORCHPORT_DEVICE": ""},
-            check=False,
-        )
+        # TORCHPORT_DEVICE unset (as empty: no device asked for): the suite's own environment
+        # otherwise, so the child is forked off the preloaded server
+        env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
+        done = run_python(code, str(listed), timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     found: list[list[list[object]]] = json.loads(done.stdout.strip().splitlines()[-1])
     return found

@@ -32,7 +32,6 @@ import ast
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -45,6 +44,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
+from tests.preloaded import run_python
 from torchport.check import check_source
 from torchport.check.port import PORT_SELECT, port_text
 
@@ -321,10 +321,7 @@ def run_on_sim(ported: list[str]) -> list[dict[str, Any]]:
         jobs, done = Path(tmp) / "jobs.json", Path(tmp) / "done.json"
         jobs.write_text(json.dumps(ported), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-        child = subprocess.run(
-            [sys.executable, "-c", _SIM_CHILD, str(HERE), str(jobs), str(done)],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
+        child = run_python(_SIM_CHILD, str(HERE), str(jobs), str(done), env=env)
         assert child.returncode == 0, child.stderr[-4000:]
         results: list[dict[str, Any]] = json.loads(done.read_text(encoding="utf-8"))
     return results

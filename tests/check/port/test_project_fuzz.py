@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
+from tests.preloaded import run_python
 from torchport.check import port_paths
 
 HERE = Path(__file__).parent
@@ -371,7 +372,6 @@ def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> 
     device rules) to its end with the CPU's values, or the port said what it left."""
     import itertools
     import json
-    import subprocess
 
     with tempfile.TemporaryDirectory() as tmp:
         cases: dict[str, tuple[list[Any], list[str]]] = {}
@@ -387,10 +387,7 @@ def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> 
             result = port_paths([root], jobs=1)
             cases[str(root)] = (before, [str(f) for f in result.remaining])
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-        done = subprocess.run(
-            [sys.executable, "-c", _SIM_CHILD, *cases],
-            capture_output=True, text=True, timeout=600, env=env, check=False,
-        )  # fmt: skip
+        done = run_python(_SIM_CHILD, *cases, timeout=600, env=env)
         assert done.returncode == 0, done.stderr[-3000:]
         ran = json.loads(done.stdout.strip().splitlines()[-1])
         # every project without a module-level CPU tensor (half of them) runs to its end
@@ -406,13 +403,9 @@ def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> 
 def _sim_runs(roots: list[str]) -> dict[str, dict[str, Any]]:
     """``train.py`` of each project root run on ``sim`` in one child process."""
     import json
-    import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-    done = subprocess.run(
-        [sys.executable, "-c", _SIM_CHILD, *roots],
-        capture_output=True, text=True, timeout=600, env=env, check=False,
-    )  # fmt: skip
+    done = run_python(_SIM_CHILD, *roots, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     ran: dict[str, dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
     return ran

@@ -11,13 +11,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.preloaded import run_python
 from torchport.check import port_paths
 
 DEFINITIONS = {
@@ -78,10 +77,7 @@ def test_what_goes_through_a_namedtuple_is_reported_iff_a_run_finds_it_on_the_cp
             assert not result.errors, result.errors
             reported[str(path)] = bool(result.remaining)
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-        run = subprocess.run(
-            [sys.executable, "-c", _CHILD, *reported],
-            capture_output=True, text=True, timeout=600, env=env, check=False,
-        )  # fmt: skip
+        run = run_python(_CHILD, *reported, timeout=600, env=env)
         assert run.returncode == 0, run.stderr[-3000:]
         ran = json.loads(run.stdout.strip().splitlines()[-1])
         for path, said in reported.items():

@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.preloaded import run_python
 from torchport.check import port_paths
 
 _HEAD = "import os\nimport sys\nfrom pathlib import Path\n\nimport torch\n\n"
@@ -115,10 +114,7 @@ print(json.dumps(found))
 
 def _cpu_then_sim(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-    child = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(pairs)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
+    child = run_python(_CHILD, json.dumps(pairs), env=env)
     assert child.returncode == 0, child.stderr[-3000:]
     result: list[dict[str, Any]] = json.loads(child.stdout.splitlines()[-1])
     return result
