@@ -388,14 +388,20 @@ def handed(
     """(parameter, argument) for each argument an own call hands a named parameter of
     ``target`` (or its ``*args`` tuple, its ``**kwargs`` dict: issue 31, a device value
     handed there was followed nowhere); the items of a dict unpacked into keywords
-    (``f(**d)``) by their keys (``LiteralItems.unpacked``)."""
+    (``f(**d)``) by their keys (``LiteralItems.unpacked``); a starred argument (``f(*outs)``)
+    and each after it to every parameter from its place on (any may take one of its items:
+    the ``Starred`` node, whose items the flow reads, issue 31)."""
     pairs: list[tuple[str, ast.expr]] = []
     node = target.node
     rest = getattr(getattr(node, "args", None), "vararg", None)  # `def f(*ts)`: the rest
+    star = None
     for i, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break  # the positions after it are not told
-        if i < len(params):
+        star = i if star is None and isinstance(arg, ast.Starred) else star
+        if star is not None:  # `f(*outs)`: any parameter from here may take an item (the
+            pairs += [(p, arg) for p in params[star:]]  # Starred: its items, to the flow)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
+                pairs.append((rest.arg, arg))
+        elif i < len(params):
             pairs.append((params[i], arg))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
             pairs.append((rest.arg, arg))  # (a tuple of what they hand: `ts[0]` is one)

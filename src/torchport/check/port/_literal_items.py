@@ -121,10 +121,8 @@ class LiteralItems:
             return [value]
         if self._stored(binding) is not None:
             return []
-        if isinstance(value, (ast.Tuple, ast.List)) and not any(
-            isinstance(e, ast.Starred) for e in value.elts
-        ):
-            return list(value.elts)
+        if isinstance(value, (ast.Tuple, ast.List)):  # `[*outs, torch.zeros(2)]`: `outs` too
+            return [e.value if isinstance(e, ast.Starred) else e for e in value.elts]
         return [value]
 
     def _binding(self, name: ast.expr) -> Binding | None:

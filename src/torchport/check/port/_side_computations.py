@@ -24,7 +24,8 @@ and the expressions computed from it, decides, for it and every creator it meets
   the code does not name (a loop's variable, a parameter, ``fs[0]``: any may be a model,
   which TP520/TP523 name), a container or an object's attribute, a slice of a torch-made
   tensor (copied into it), another function through a ``return``, or a use the walk does
-  not follow (a comprehension's item). A module's own methods and ``__init__``, a
+  not follow (a dict's value; a comprehension's item is followed in the comprehension, and
+  through ``list``/``sum``/``max``... of it, issue 31). A module's own methods and ``__init__``, a
   ``Dataset``'s, a collate function are not reached at all;
 * **placed**: every value computed from it stays within the scope and ends in torch ops,
   ``print``/formatting, ``assert``, or a discarded expression; every other operand is a
@@ -102,6 +103,10 @@ _DRAW_METHODS = frozenset(
 )  # fmt: skip
 _DRAWN = "escape!: a random draw from it would come from the device's generator"
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
+# Comprehensions, and the builtins whose result is computed from, or holds, their items.
+_MADE_BY = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_REDUCE = frozenset({"sum", "max", "min"})
+_OF_ITEMS = _REDUCE | {"list", "tuple", "sorted", "reversed", "iter", "set"}
 _CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -322,6 +327,8 @@ class _Closure:
             return "escape: unpacked into a call", [], []
         if isinstance(up, ast.Call) and up.func is not expr:
             return self._argument(expr, up)
+        if isinstance(up, _MADE_BY) and getattr(up, "elt", getattr(up, "value", None)) is expr:
+            return "pass", [up], []  # a comprehension's item: followed in the comprehension
         if isinstance(up, ast.BinOp | ast.UnaryOp):
             others = [up.right if up.left is expr else up.left] if isinstance(up, ast.BinOp) else []
             return "compute", [up], others
@@ -343,6 +350,10 @@ class _Closure:
             return "compute", [], [up.target]
         if isinstance(up, ast.Expr | ast.FormattedValue | ast.Assert):
             return "end", [], []
+        if isinstance(up, ast.For | ast.comprehension) and up.iter is expr:
+            return self._bound([up.target], scope)  # its items (or rows), bound to the target
+        if isinstance(up, ast.Lambda):
+            return "escape: returned by a lambda", [], []
         if isinstance(
             up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension
         ):
@@ -361,6 +372,8 @@ class _Closure:
 
     def _argument(self, expr: ast.expr, call: ast.Call) -> _Use:
         name = self.ctx.qualname(call.func) or _name(call) or ""
+        if isinstance(expr, _MADE_BY) and name in _OF_ITEMS:  # `sum(t * w for t in ts)`
+            return ("compute" if name in _REDUCE else "pass"), [call], []
         if name in _PRINTS:
             return "end", [], []
         if name in _TO_HOST or any(expr is c for c in cpu_arguments(call, self.ctx)):
