@@ -398,9 +398,10 @@ def handed(
     for i, arg in enumerate(call.args):
         star = i if star is None and isinstance(arg, ast.Starred) else star
         if star is not None:  # `f(*outs)`: any parameter from here may take an item (the
-            pairs += [(p, arg) for p in params[star:]]  # Starred: its items, to the flow)
+            items = _starred_items(arg, flow)  # Starred: its items, to the flow)
+            pairs += [(p, item) for p in params[star:] for item in items]
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
-                pairs.append((rest.arg, arg))
+                pairs += [(rest.arg, item) for item in items]
         elif i < len(params):
             pairs.append((params[i], arg))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
@@ -423,3 +424,15 @@ def handed(
                     for v in vs
                 ]
     return pairs
+
+
+def _starred_items(arg: ast.expr, flow: DeviceFlow) -> list[ast.expr]:
+    """What ``arg`` hands a parameter: the values of ``*d.values()`` where the code shows
+    them all (``LiteralItems.view_values``), else ``arg`` itself."""
+    held = arg.value if isinstance(arg, ast.Starred) else None
+    if not (isinstance(held, ast.Call) and isinstance(held.func, ast.Attribute)):
+        return [arg]
+    if held.func.attr != "values" or held.args:
+        return [arg]
+    found = flow.items.view_values(held.func.value)
+    return [arg] if found is None else found

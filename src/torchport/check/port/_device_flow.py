@@ -180,6 +180,7 @@ class DeviceFlow(CpuNames):
         self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
         self.followed: set[int] = set()  # lambdas whose calls are seen, and of loose ones'
         self.loose: dict[int, str] = {}  # meetings, by id, where they go (_lambdas)
+        self.viewed: set[int] = set()  # items a loop takes one by one (`_iterated`), by id
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -332,6 +333,11 @@ class DeviceFlow(CpuNames):
                 ) and not self.on_device(value, scope):
                     known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
                     self._meet(value, scope, None if known else value)
+        for loop in scope.loops:  # a dict's values taken one by one: each where the target is
+            for target, item in self.taken(loop, scope):
+                names = [n for n in names_of(target) if n in values and n not in scope.moved]
+                if id(item) in self.viewed and names and not self.on_device(item, scope):
+                    self._meet(item, scope, None if set(names) - guessed else item)
         held = held_parameters(scope.nodes, self.followed)  # a lambda's own parameters
         for node in [n for n in scope.nodes if n.__class__ in _COMBINE]:  # (others: none)
             operands = self.operands_of(node, scope)
@@ -395,7 +401,15 @@ class DeviceFlow(CpuNames):
         """What each part of ``loop``'s target takes an item of (``_iterated.taken``)."""
         assert isinstance(loop, ITERATES)
         local, module = scope.local, self.module.local
-        return taken(loop.target, loop.iter, lambda n: n not in local and n not in module)
+        return taken(
+            loop.target, loop.iter, lambda n: n not in local and n not in module, self._view
+        )
+
+    def _view(self, held: ast.expr) -> list[ast.expr] | None:
+        """Every value of the dict ``held`` where the code shows them (kept in ``viewed``)."""
+        found = self.items.view_values(held)
+        self.viewed.update(id(v) for v in found or ())
+        return found
 
     def _makes_object(self, func: ast.expr) -> bool:
         """Whether calling ``func`` builds an object (a class: ``Dataset(...)``), not a tensor."""

@@ -372,7 +372,7 @@ class _Closure:
 
     def _argument(self, expr: ast.expr, call: ast.Call) -> _Use:
         name = self.ctx.qualname(call.func) or _name(call) or ""
-        if isinstance(expr, _MADE_BY) and name in _OF_ITEMS:  # `sum(t * w for t in ts)`
+        if name in _OF_ITEMS and self._made_by(expr):  # `sum(t * w for t in ts)`, `max(res)`
             return ("compute" if name in _REDUCE else "pass"), [call], []
         if name in _PRINTS:
             return "end", [], []
@@ -406,6 +406,12 @@ class _Closure:
             # a class may be one: kept, unsaid here (TP520/TP523 name a model reached that way)
             return _HOST, [], []
         return f"escape: handed to `{ast.unparse(call.func)[:40]}`", [], []
+
+    def _made_by(self, expr: ast.expr) -> bool:
+        """A comprehension, or a name bound only to comprehensions (``res = [...]``)."""
+        found = self.reaching.may_reach(expr) if isinstance(expr, ast.Name) else []
+        values = [getattr(b, "value", None) for b in found] or [expr]
+        return all(isinstance(v, _MADE_BY) for v in values)
 
     def _unresolved(self, func: ast.expr) -> bool:
         """Whether ``func`` is a callable the code does not name: not a ``def``, an import, a
