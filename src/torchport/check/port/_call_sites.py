@@ -427,12 +427,36 @@ def handed(
 
 
 def _starred_items(arg: ast.expr, flow: DeviceFlow) -> list[ast.expr]:
-    """What ``arg`` hands a parameter: the values of ``*d.values()`` where the code shows
-    them all (``LiteralItems.view_values``), else ``arg`` itself."""
-    held = arg.value if isinstance(arg, ast.Starred) else None
-    if not (isinstance(held, ast.Call) and isinstance(held.func, ast.Attribute)):
-        return [arg]
-    if held.func.attr != "values" or held.args:
-        return [arg]
-    found = flow.items.view_values(held.func.value)
-    return [arg] if found is None else found
+    """What the starred ``arg`` hands a parameter where the code shows a container of items:
+    the values of ``*d.values()`` (``LiteralItems.view_values``), else ``arg`` itself (its
+    items, to the flow) where it is a display, a comprehension, or a name bound only to such
+    or to a split of a tensor (``outs = y.chunk(2)``); nothing where it is anything else (a
+    loop's variable, a call's result: the flow cannot tell what it holds, and a tensor met
+    there is reported, not moved)."""
+    held = arg.value if isinstance(arg, ast.Starred) else arg
+    if (
+        isinstance(held, ast.Call)
+        and isinstance(held.func, ast.Attribute)
+        and held.func.attr == "values"
+        and not held.args
+    ):
+        found = flow.items.view_values(held.func.value)
+        return [] if found is None else found
+    values = [held]
+    if isinstance(held, ast.Name):
+        found_bindings = flow.ctx.scopes.bindings(held.id, held)
+        values = [b.value for b in found_bindings]
+        if not values or any(v is None for v in values):
+            return []
+    return [arg] if all(_container(v) for v in values if v is not None) else []
+
+
+def _container(value: ast.expr) -> bool:
+    """A display, a comprehension, or a split of a tensor (its items: tensors)."""
+    if isinstance(value, ast.List | ast.Tuple | ast.ListComp | ast.GeneratorExp | ast.SetComp):
+        return True
+    func = value.func if isinstance(value, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr in _SPLITS
+
+
+_SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit"})
