@@ -442,13 +442,12 @@ def _starred_items(arg: ast.expr, flow: DeviceFlow) -> list[ast.expr]:
     ):
         found = flow.items.view_values(held.func.value)
         return [] if found is None else found
-    values = [held]
+    values: list[ast.expr | None] = [held]
     if isinstance(held, ast.Name):
-        found_bindings = flow.ctx.scopes.bindings(held.id, held)
-        values = [b.value for b in found_bindings]
-        if not values or any(v is None for v in values):
-            return []
-    return [arg] if all(_container(v) for v in values if v is not None) else []
+        values = [b.value for b in flow.ctx.scopes.bindings(held.id, held)]
+    if not values or any(v is None for v in values):
+        return []
+    return [arg] if all(v is not None and _container(v) for v in values) else []
 
 
 def _container(value: ast.expr) -> bool:

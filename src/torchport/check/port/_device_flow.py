@@ -32,7 +32,7 @@ from torchport.check.port._collected import (
     comprehension_on_device,
     every_read_collects,
 )
-from torchport.check.port._cpu_names import CpuNames
+from torchport.check.port._cpu_names import follows_a_tensor_name, names_cpu, to_cpu
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
 from torchport.check.port._iterated import ITERATES, taken
@@ -158,7 +158,7 @@ class ModelQuestions(Protocol):
         ...
 
 
-class DeviceFlow(CpuNames):
+class DeviceFlow:
     """Device values, sinks and reach per scope of one file (see the module docstring)."""
 
     def __init__(self, ctx: Context, models: ModelQuestions, module: PortScope) -> None:
@@ -216,7 +216,7 @@ class DeviceFlow(CpuNames):
             if any(
                 k.arg == "device"
                 and device_target(k.value)
-                and not self._follows_a_tensor(k.value, scope)
+                and not follows_a_tensor_name(k.value, scope)
                 for k in expr.keywords
             ):
                 return True  # made on the program's device (not next to some tensor)
@@ -251,6 +251,14 @@ class DeviceFlow(CpuNames):
                 lambda g: self.taken(g, scope),
             )
         return False
+
+    def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
+        """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host (``_cpu_names``)."""
+        return to_cpu(self.ctx, self.module, call, scope)
+
+    def names_cpu(self, expr: ast.expr, scope: PortScope, depth: int = 0) -> bool:
+        """Whether a device expression is the CPU, whatever its name says (``_cpu_names``)."""
+        return names_cpu(self.ctx, self.module, expr, scope, depth)
 
     def operands_of(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
         """The operands of ``node`` that meet the device, or [] when it combines none."""

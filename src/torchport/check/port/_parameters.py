@@ -47,6 +47,8 @@ class CallerKinds:
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
         self._given: dict[int, frozenset[Kind]] = {}  # parameter -> the kinds its calls pass
         self._never: dict[int, bool] = {}  # function -> called nowhere in its repository
+        # What iterating a value yields (`_elements.ElementKinds.elements`, which sets it)
+        self.elements: Callable[[ast.expr], Elements] | None = None
 
     def returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only; of a
@@ -171,10 +173,7 @@ class CallerKinds:
         """What ``arg`` hands a parameter: an item of ``*outs`` (``_elements``), else itself."""
         if not isinstance(arg, ast.Starred):
             return self.kind_of(arg)
-        from torchport.check.port._elements import ElementKinds  # (it imports this module)
-
-        items = ElementKinds(self.scopes, self.kind_of, self, self.facts.loads_of)
-        return flat(items.elements(arg.value))
+        return Kind.UNKNOWN if self.elements is None else flat(self.elements(arg.value))
 
     def _unpacked(self, call: ast.Call) -> dict[str, list[ast.expr]] | None:
         """Key -> the items the call's ``**d`` hand (``LiteralItems.unpacked``), {} with none;

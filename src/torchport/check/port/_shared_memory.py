@@ -177,12 +177,13 @@ def _handed_array(call: ast.Call, facts: PortFacts) -> ast.expr | None:
         return None
     a = func.args
     positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-    for ret in (n for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None):
-        for made in (n for n in ast.walk(ret.value) if isinstance(n, ast.Call)):
+    returned = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value]
+    for value in returned:
+        for made in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
             held = made.args[0] if made.args else None
             if facts.ctx.qualname(made.func) not in SHARING or not isinstance(held, ast.Name):
                 continue
-            if (cast_end(made, facts.parents) or made) is not ret.value:
+            if (cast_end(made, facts.parents) or made) is not value:
                 continue  # (not the whole value returned: `return a, torch.from_numpy(a)`)
             given = next((k.value for k in call.keywords if k.arg == held.id), None)
             index = positional.index(held.id) if held.id in positional else None

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Callable
 
 from torchport._device_types import MOVE_METHODS
 from torchport.check._match import keyword
@@ -60,6 +59,7 @@ from torchport.check.port._calls import (
     host_result,
     is_move,
 )
+from torchport.check.port._plain_numbers import plain_number
 from torchport.check.port._reaching import Reaching
 from torchport.check.port._shared_memory import SHARING
 from torchport.check.semantic import BindingKind
@@ -107,7 +107,6 @@ _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a se
 _MADE_BY = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _REDUCE = frozenset({"sum", "max", "min"})
 _OF_ITEMS = _REDUCE | {"list", "tuple", "sorted", "reversed", "iter", "set"}
-_CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _Use = tuple[str, list[ast.expr], list[ast.expr]]  # kind, tensors computed, other operands
@@ -275,13 +274,14 @@ class _Closure:
 
     def _foreign(self, operand: ast.expr, done: set[int], scope: PortScope) -> str:
         """Why ``operand`` (met by the group) cannot go with it to the device, or ""."""
-        if id(operand) in done or _number(operand, self.ctx.qualname):
+        if id(operand) in done or plain_number(operand, self.ctx.qualname):
             return ""
         if isinstance(operand, ast.Name):
             found = self.reaching.may_reach(operand)
             values = [getattr(b, "value", None) for b in found]
             if found and all(
-                v is not None and (id(v) in done or _number(v, self.ctx.qualname)) for v in values
+                v is not None and (id(v) in done or plain_number(v, self.ctx.qualname))
+                for v in values
             ):
                 return ""
         if self.facts.on_device(operand, scope):
@@ -314,7 +314,7 @@ class _Closure:
                 return _DRAWN, [], []
             if method in _HOST_METHODS or method in MOVE_METHODS or is_move(call):
                 return _HOST, [], []  # read back, or placed by the program (`.cuda()`)
-            if method == "to" and not all(_number(a, self.ctx.qualname) for a in call.args):
+            if method == "to" and not all(plain_number(a, self.ctx.qualname) for a in call.args):
                 return _HOST, [], []  # `.to(x)`: put where another tensor is
             if method in HOST_READS or method.startswith("is_"):
                 return "end", [], []
@@ -465,26 +465,6 @@ def _arguments(call: ast.Call) -> list[ast.expr]:
 
 def _name(call: ast.Call) -> str | None:
     return call.func.id if isinstance(call.func, ast.Name) else None
-
-
-def _number(expr: ast.expr, qualname: Callable[[ast.expr], str | None]) -> bool:
-    """A number, a string, a dtype or a size: nothing that lives on a device."""
-    if isinstance(expr, ast.Constant):
-        return True
-    if isinstance(expr, ast.UnaryOp):
-        return _number(expr.operand, qualname)
-    if isinstance(expr, ast.BinOp):
-        return _number(expr.left, qualname) and _number(expr.right, qualname)
-    if isinstance(expr, ast.Attribute):  # `x.shape`, `torch.float32`, `math.pi`
-        name = qualname(expr) or ""
-        return expr.attr in {"shape", "ndim", "dtype"} or name.startswith(_CONSTANTS)
-    if isinstance(expr, ast.Tuple | ast.List):
-        return all(_number(e, qualname) for e in expr.elts)
-    if isinstance(expr, ast.Subscript):
-        return _number(expr.value, qualname)
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        return expr.func.attr in {"item", "tolist", "size", "dim", "numel"}  # Python data
-    return isinstance(expr, ast.Call) and _name(expr) in {"len", "int", "float", "round"}
 
 
 def _read_back(expr: ast.expr) -> bool:
