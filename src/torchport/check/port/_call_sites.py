@@ -15,7 +15,7 @@ import ast
 import weakref
 
 from torchport.check.port._device_flow import PortScope
-from torchport.check.semantic import Binding, BindingKind
+from torchport.check.semantic import Binding, BindingKind, ScopeMap
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "overrides",
     "partial_target",
     "receiver_class",
+    "shows_items",
 ]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -442,12 +443,20 @@ def _starred_items(arg: ast.expr, flow: DeviceFlow) -> list[ast.expr]:
     ):
         found = flow.items.view_values(held.func.value)
         return [] if found is None else found
+    return [arg] if shows_items(held, flow.ctx.scopes) else []
+
+
+def shows_items(held: ast.expr, scopes: ScopeMap) -> bool:
+    """Whether ``held`` is a container whose items the code shows: a display, a comprehension,
+    a split of a tensor, a dict's ``.values()`` (its kinds, ``_elements``), or a name bound
+    only to such."""
+    func = held.func if isinstance(held, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr == "values":
+        return True
     values: list[ast.expr | None] = [held]
     if isinstance(held, ast.Name):
-        values = [b.value for b in flow.ctx.scopes.bindings(held.id, held)]
-    if not values or any(v is None for v in values):
-        return []
-    return [arg] if all(v is not None and _container(v) for v in values) else []
+        values = [b.value for b in scopes.bindings(held.id, held)]
+    return bool(values) and all(v is not None and _container(v) for v in values)
 
 
 def _container(value: ast.expr) -> bool:

@@ -17,7 +17,12 @@ import ast
 from collections.abc import Callable, Sequence
 
 from torchport.check._context import Context
-from torchport.check.port._call_sites import method_of_receiver, overrides, partial_target
+from torchport.check.port._call_sites import (
+    method_of_receiver,
+    overrides,
+    partial_target,
+    shows_items,
+)
 from torchport.check.port._device_flow import names_of
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._value_kind import Elements, Kind, flat, join, memoized
@@ -173,7 +178,9 @@ class CallerKinds:
         """What ``arg`` hands a parameter: an item of ``*outs`` (``_elements``), else itself."""
         if not isinstance(arg, ast.Starred):
             return self.kind_of(arg)
-        return Kind.UNKNOWN if self.elements is None else flat(self.elements(arg.value))
+        if self.elements is None or not shows_items(arg.value, self.scopes):
+            return Kind.UNKNOWN  # (a batch's fields, a call's result: not told, as before)
+        return flat(self.elements(arg.value))
 
     def _unpacked(self, call: ast.Call) -> dict[str, list[ast.expr]] | None:
         """Key -> the items the call's ``**d`` hand (``LiteralItems.unpacked``), {} with none;
