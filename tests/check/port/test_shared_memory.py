@@ -5,7 +5,9 @@ the write; the port wrote ``torch.from_numpy(a).to(device)``, a copy made before
 ported program computed other values, "0 left" (k31ah's strict xfail, issue 31). The invariant
 (``port/_shared_memory``): such a tensor is moved only where no write can be seen through the
 sharing (the array's later uses only read it into new values, the tensor is not written in
-place, or the statement rebinds the array's name), else reported (TP503, no fix).
+place, or the statement rebinds the array's name), else reported (TP503, no fix); the same of
+a call of the file's own function returning such a tensor of its parameter (g31ak: the
+argument it is handed shares, silent on the base).
 
 The oracle (``no_cuda_sim.placed_or_said``, written apart from the port): the original on the
 CPU, the port on the simulated accelerator: the original's values with every output on
@@ -36,7 +38,9 @@ MAKERS = {
     # hunkim/PyTorchZeroToAll's `from_numpy(xy[:, [-1]])`); followed as the array's name
     "from_numpy of a view": "torch.from_numpy(a[:, :3])",
     "as_tensor of rows": "torch.as_tensor(a[0:1])",
+    "a helper": "to_tensor(a)",  # the file's own function returning the sharing tensor (g31ak)
 }
+_HELPER = "def to_tensor(arr):\n    return torch.from_numpy(arr)\n\n"
 WRITES = {  # after the tensor is made: each one seen through the sharing on the CPU
     "an item": "a[0, 0] = 5.0",
     "added to": "a += 1.0",
@@ -58,6 +62,7 @@ PLACES = ("the module", "a main")
 
 def _program(maker: str, use: str, place: str) -> str:
     head = "import numpy as np\nimport torch\nimport torch.nn as nn\n\nmodel = nn.Linear(3, 2)\n"
+    head += _HELPER if maker == "a helper" else ""
     body = ["a = np.zeros((1, 3), dtype=np.float32)"]
     if use == "written before":
         body += ["a[0, 1] = 2.0", f"t = {MAKERS[maker]}"]

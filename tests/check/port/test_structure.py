@@ -70,7 +70,9 @@ class _OldWalk:
                 elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
                     if node.value is not None:
                         scope.assigns.append(([node.target], node.value))
-                elif isinstance(node, (ast.For, ast.AsyncFor)):
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    # (a comprehension's `for` too since g31ak: its target takes items as a
+                    # `for` statement's does, issue 31)
                     scope.loop_bound.update(names_of(node.target))
                 elif isinstance(node, (ast.With, ast.AsyncWith)):
                     for item in node.items:

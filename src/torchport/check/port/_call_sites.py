@@ -15,7 +15,7 @@ import ast
 import weakref
 
 from torchport.check.port._device_flow import PortScope
-from torchport.check.semantic import Binding, BindingKind
+from torchport.check.semantic import Binding, BindingKind, ScopeMap
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "overrides",
     "partial_target",
     "receiver_class",
+    "shows_items",
 ]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -388,14 +389,21 @@ def handed(
     """(parameter, argument) for each argument an own call hands a named parameter of
     ``target`` (or its ``*args`` tuple, its ``**kwargs`` dict: issue 31, a device value
     handed there was followed nowhere); the items of a dict unpacked into keywords
-    (``f(**d)``) by their keys (``LiteralItems.unpacked``)."""
+    (``f(**d)``) by their keys (``LiteralItems.unpacked``); a starred argument (``f(*outs)``)
+    and each after it to every parameter from its place on (any may take one of its items:
+    the ``Starred`` node, whose items the flow reads, issue 31)."""
     pairs: list[tuple[str, ast.expr]] = []
     node = target.node
     rest = getattr(getattr(node, "args", None), "vararg", None)  # `def f(*ts)`: the rest
+    star = None
     for i, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break  # the positions after it are not told
-        if i < len(params):
+        star = i if star is None and isinstance(arg, ast.Starred) else star
+        if star is not None:  # `f(*outs)`: any parameter from here may take an item (the
+            items = _starred_items(arg, flow)  # Starred: its items, to the flow)
+            pairs += [(p, item) for p in params[star:] for item in items]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
+                pairs += [(rest.arg, item) for item in items]
+        elif i < len(params):
             pairs.append((params[i], arg))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and rest is not None:
             pairs.append((rest.arg, arg))  # (a tuple of what they hand: `ts[0]` is one)
@@ -417,3 +425,46 @@ def handed(
                     for v in vs
                 ]
     return pairs
+
+
+def _starred_items(arg: ast.expr, flow: DeviceFlow) -> list[ast.expr]:
+    """What the starred ``arg`` hands a parameter where the code shows a container of items:
+    the values of ``*d.values()`` (``LiteralItems.view_values``), else ``arg`` itself (its
+    items, to the flow) where it is a display, a comprehension, or a name bound only to such
+    or to a split of a tensor (``outs = y.chunk(2)``); nothing where it is anything else (a
+    loop's variable, a call's result: the flow cannot tell what it holds, and a tensor met
+    there is reported, not moved)."""
+    held = arg.value if isinstance(arg, ast.Starred) else arg
+    if (
+        isinstance(held, ast.Call)
+        and isinstance(held.func, ast.Attribute)
+        and held.func.attr == "values"
+        and not held.args
+    ):
+        found = flow.items.view_values(held.func.value)
+        return [] if found is None else found
+    return [arg] if shows_items(held, flow.ctx.scopes) else []
+
+
+def shows_items(held: ast.expr, scopes: ScopeMap) -> bool:
+    """Whether ``held`` is a container whose items the code shows: a display, a comprehension,
+    a split of a tensor, a dict's ``.values()`` (its kinds, ``_elements``), or a name bound
+    only to such."""
+    func = held.func if isinstance(held, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr == "values":
+        return True
+    values: list[ast.expr | None] = [held]
+    if isinstance(held, ast.Name):
+        values = [b.value for b in scopes.bindings(held.id, held)]
+    return bool(values) and all(v is not None and _container(v) for v in values)
+
+
+def _container(value: ast.expr) -> bool:
+    """A display, a comprehension, or a split of a tensor (its items: tensors)."""
+    if isinstance(value, ast.List | ast.Tuple | ast.ListComp | ast.GeneratorExp | ast.SetComp):
+        return True
+    func = value.func if isinstance(value, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr in _SPLITS
+
+
+_SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit"})

@@ -86,24 +86,29 @@ def added(node: ast.AST) -> list[ast.expr]:
 
 
 def comprehension_on_device(
-    expr: ast.expr, values: set[str], on_device: Callable[[ast.expr], bool]
+    expr: ast.expr,
+    values: set[str],
+    on_device: Callable[[ast.expr], bool],
+    taken: Callable[[ast.comprehension], list[tuple[ast.expr, ast.expr]]],
 ) -> bool:
     """Whether a comprehension's items are device values: ``[a for a in accs]`` of a device
     ``accs``, ``[model(x) for x in xs]``; not ``[a.item() for a in accs]``.
 
     ``values`` (the scope's device names) holds, while the items are asked, the names the
-    comprehension binds: from a device iterable, device values; from any other, not (they
-    shadow the scope's names). It is as it was when this returns.
+    comprehension binds: taking items of a device iterable (``taken``: ``t`` of ``for i, t in
+    enumerate(outs)``), device values; of any other, not (they shadow the scope's names). It
+    is as it was when this returns.
     """
     assert isinstance(expr, _COMPREHENSIONS)
     saved = set(values)
     try:
         for generator in expr.generators:
-            bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
-            if on_device(generator.iter):
-                values.update(bound)
-            else:
-                values.difference_update(bound)
+            for target, held in taken(generator):
+                bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                if on_device(held):
+                    values.update(bound)
+                else:
+                    values.difference_update(bound)
         return on_device(expr.elt)
     finally:
         values.clear()

@@ -19,7 +19,6 @@ from torchport.check.port._calls import (
     META_ATTRS,
     cpu_arguments,
     device_target,
-    follows_a_tensor,
     host_library,
     host_result,
     is_move,
@@ -33,8 +32,10 @@ from torchport.check.port._collected import (
     comprehension_on_device,
     every_read_collects,
 )
+from torchport.check.port._cpu_names import follows_a_tensor_name, names_cpu, to_cpu
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
+from torchport.check.port._iterated import ITERATES, taken
 from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
@@ -179,6 +180,7 @@ class DeviceFlow:
         self.items = LiteralItems(ctx)  # `d["a"]` of `d = dict(a=..., b=...)`: that item
         self.followed: set[int] = set()  # lambdas whose calls are seen, and of loose ones'
         self.loose: dict[int, str] = {}  # meetings, by id, where they go (_lambdas)
+        self.viewed: set[int] = set()  # items a loop takes one by one (`_iterated`), by id
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -214,7 +216,7 @@ class DeviceFlow:
             if any(
                 k.arg == "device"
                 and device_target(k.value)
-                and not self._follows_a_tensor(k.value, scope)
+                and not follows_a_tensor_name(k.value, scope)
                 for k in expr.keywords
             ):
                 return True  # made on the program's device (not next to some tensor)
@@ -242,60 +244,21 @@ class DeviceFlow:
                 and any(self.on_device(o, scope) for o in operands)
             )
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return comprehension_on_device(expr, scope.values, lambda e: self.on_device(e, scope))
+            return comprehension_on_device(
+                expr,
+                scope.values,
+                lambda e: self.on_device(e, scope),
+                lambda g: self.taken(g, scope),
+            )
         return False
 
     def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
-        """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host, not to the device."""
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "to"
-        ):
-            return False
-        target = call.args[0] if call.args else None
-        target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
-        return target is not None and self.names_cpu(target, scope)
+        """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host (``_cpu_names``)."""
+        return to_cpu(self.ctx, self.module, call, scope)
 
     def names_cpu(self, expr: ast.expr, scope: PortScope, depth: int = 0) -> bool:
-        """Whether a device expression is the CPU (``"cpu"``, ``torch.device("cpu")``, a name
-        bound only to those, a parameter whose default is one), whatever its name says."""
-        if isinstance(expr, ast.Constant):
-            return isinstance(expr.value, str) and expr.value.partition(":")[0] == "cpu"
-        if isinstance(expr, ast.Call):
-            return (
-                self.ctx.qualname(expr.func) == "torch.device"
-                and len(expr.args) >= 1
-                and self.names_cpu(expr.args[0], scope, depth)
-            )
-        if not isinstance(expr, ast.Name) or depth > 3:
-            return False
-        node = scope.node
-        if expr.id in scope.local and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            positional = [*a.posonlyargs, *a.args]
-            tail = positional[len(positional) - len(a.defaults) :]
-            pairs = list(zip(tail, a.defaults, strict=True))
-            pairs += [
-                (p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None
-            ]
-            for param, default in pairs:
-                if param.arg == expr.id:
-                    return self.names_cpu(default, scope, depth + 1)
-        where = scope if expr.id in scope.local else self.module
-        if expr.id in where.loop_bound:
-            return False
-        values = where.values_of(expr.id)
-        return bool(values) and all(self.names_cpu(v, where, depth + 1) for v in values)
-
-    def _follows_a_tensor(self, expr: ast.expr, scope: PortScope) -> bool:
-        """``x.device``, or a name bound only to such (``device = output.device``)."""
-        if follows_a_tensor(expr):
-            return True
-        if not isinstance(expr, ast.Name):
-            return False
-        values = scope.values_of(expr.id) if expr.id in scope.local else []
-        return bool(values) and all(follows_a_tensor(v) for v in values)
+        """Whether a device expression is the CPU, whatever its name says (``_cpu_names``)."""
+        return names_cpu(self.ctx, self.module, expr, scope, depth)
 
     def operands_of(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
@@ -364,7 +327,7 @@ class DeviceFlow:
     def run(self, scope: PortScope) -> None:
         """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""
         self.fixed_point(scope, scope.values, unpack=True)
-        scope.guessed = guessed = guessed_values(self, scope) if guessing(scope) else set()
+        scope.guessed = guessed = guessed_values(self, scope) if guessing(self, scope) else set()
         values = scope.values
         # The flow is flow-insensitive: a name is a device value wherever one binding
         # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`
@@ -378,6 +341,11 @@ class DeviceFlow:
                 ) and not self.on_device(value, scope):
                     known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
                     self._meet(value, scope, None if known else value)
+        for loop in scope.loops:  # a dict's values taken one by one: each where the target is
+            for target, item in self.taken(loop, scope):
+                names = [n for n in names_of(target) if n in values and n not in scope.moved]
+                if id(item) in self.viewed and names and not self.on_device(item, scope):
+                    self._meet(item, scope, None if set(names) - guessed else item)
         held = held_parameters(scope.nodes, self.followed)  # a lambda's own parameters
         for node in [n for n in scope.nodes if n.__class__ in _COMBINE]:  # (others: none)
             operands = self.operands_of(node, scope)
@@ -419,15 +387,15 @@ class DeviceFlow:
                     for target in targets:
                         scope.moved.update(names_of(target))
             for node in scope.nodes:
-                if (
-                    isinstance(node, (ast.For, ast.AsyncFor))
-                    and self.on_device(node.iter, scope)
-                    and (unpack or not unpacked([node.target], node.iter, scope))
-                ):
-                    for name in names_of(node.target):
-                        if name not in values:
-                            values.add(name)
-                            changed = True
+                if isinstance(node, ITERATES):  # a `for`, a comprehension's: per item
+                    for target, held in self.taken(node, scope):
+                        if self.on_device(held, scope) and (
+                            unpack or not unpacked([target], held, scope)
+                        ):
+                            for name in names_of(target):
+                                if name not in values:
+                                    values.add(name)
+                                    changed = True
                 elif (  # `preds.append(model(x))`, `accs += [acc]`: the list holds them
                     isinstance(node, (ast.Call, ast.AugAssign, ast.Assign))
                     and (holder := collector(node, scope, self.module)) is not None
@@ -436,6 +404,20 @@ class DeviceFlow:
                 ):
                     values.add(holder)
                     changed = True
+
+    def taken(self, loop: ast.AST, scope: PortScope) -> list[tuple[ast.expr, ast.expr]]:
+        """What each part of ``loop``'s target takes an item of (``_iterated.taken``)."""
+        assert isinstance(loop, ITERATES)
+        local, module = scope.local, self.module.local
+        return taken(
+            loop.target, loop.iter, lambda n: n not in local and n not in module, self._view
+        )
+
+    def _view(self, held: ast.expr) -> list[ast.expr] | None:
+        """Every value of the dict ``held`` where the code shows them (kept in ``viewed``)."""
+        found = self.items.view_values(held)
+        self.viewed.update(id(v) for v in found or ())
+        return found
 
     def _makes_object(self, func: ast.expr) -> bool:
         """Whether calling ``func`` builds an object (a class: ``Dataset(...)``), not a tensor."""

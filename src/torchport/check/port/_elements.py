@@ -52,6 +52,7 @@ class ElementKinds:
         self.loads = loads or scopes.loads_of  # every read of a name (the port's walk's)
         self.kind_of = kind_of
         self.callers = callers
+        callers.elements = self.elements  # (`f(*outs)`: what a parameter takes, issue 31)
 
     def target(self, node: ast.Name) -> Kind:
         """What a loop target or an unpacking binds to ``node`` (``for i, (x, y) in ...``)."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+from torchport.check.port._iterated import ITERATES
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -94,15 +95,17 @@ def unpacked(targets: list[ast.expr], value: ast.expr, scope: PortScope) -> bool
     return not made or not all(isinstance(v, ast.Call) for v in made)
 
 
-def guessing(scope: PortScope) -> bool:
+def guessing(flow: DeviceFlow, scope: PortScope) -> bool:
     """Whether ``scope`` holds a guess: a guessed parameter or an unpacked item."""
     if scope.guess_seeds:
         return True
     if any(unpacked(t, v, scope) for t, v in scope.assigns):
         return True
     return any(
-        isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
+        unpacked([target], held, scope)
         for n in scope.nodes
+        if isinstance(n, ITERATES)
+        for target, held in flow.taken(n, scope)
     )
 
 
@@ -360,8 +363,7 @@ def _guessed_parameter(scope: PortScope) -> tuple[str, str] | None:
     if param in {getattr(getattr(a, k, None), "arg", None) for k in ("vararg", "kwarg")}:
         return None  # `*ts`, `**kw`: a tuple, a dict: no `.device`
     if any(unpacked(t, v, scope) for t, v in scope.assigns) or any(
-        isinstance(n, (ast.For, ast.AsyncFor)) and unpacked([n.target], n.iter, scope)
-        for n in scope.nodes
+        isinstance(n, ITERATES) and unpacked([n.target], n.iter, scope) for n in scope.nodes
     ):
         return None
     return param, f"{param}.device" if tensors else f'getattr({param}, "device", "cpu")'

@@ -14,7 +14,9 @@ for those values instead (:meth:`LiteralItems.of`):
 * every use of the name in that scope (its nested scopes too) is a subscript with a
   constant key or index the literal holds, loaded, or stored as a whole statement
   (``d["c"] = v``, ``q[0] = v``: the key then reads that value too; not ``d["a"].append(v)``
-  nor ``d["a"][0] = v``, which change the item), ``len(q)``, or, for a
+  nor ``d["a"][0] = v``, which change the item), ``len(q)``, a dict's ``.values()``,
+  ``.items()`` or ``.keys()`` (its items read: a loop over them takes each, issue 31,
+  :meth:`LiteralItems.view_values`), or, for a
   list read only at indices from its start, ``q.append(v)`` / ``q.extend(vs)``; nothing
   else (``del q[0]``, ``q.pop()``, ``f(q)``, ``r = q``) that could change or hand out the
   container, but a dict's copy bound to a name read so;
@@ -34,6 +36,7 @@ Syntax and scopes only.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check.semantic import Binding
@@ -88,6 +91,14 @@ class LiteralItems:
             found += [v for vs in (stored or {}).values() for v in vs]
         return found
 
+    def view_values(self, expr: ast.expr) -> list[ast.expr] | None:
+        """Every value the dict the name ``expr`` is bound once to may hold, where each use of
+        it reads it (by key, or its ``.values()``/``.items()``: :meth:`_stored`); else None."""
+        binding = self._binding(expr)
+        if binding is None or self._stored(binding) is None:
+            return None
+        return self.mapping_items(expr)
+
     def unpacked(self, expr: ast.expr) -> dict[str, list[ast.expr]] | None:
         """Key -> the values ``**expr`` hands under it, where ``expr`` is a dict literal with
         constant keys (or a copy of one) or a name bound once to one and read only so (or by
@@ -121,10 +132,8 @@ class LiteralItems:
             return [value]
         if self._stored(binding) is not None:
             return []
-        if isinstance(value, (ast.Tuple, ast.List)) and not any(
-            isinstance(e, ast.Starred) for e in value.elts
-        ):
-            return list(value.elts)
+        if isinstance(value, (ast.Tuple, ast.List)):  # `[*outs, torch.zeros(2)]`: `outs` too
+            return [e.value if isinstance(e, ast.Starred) else e for e in value.elts]
         return [value]
 
     def _binding(self, name: ast.expr) -> Binding | None:
@@ -186,6 +195,8 @@ class LiteralItems:
                     return None
             elif isinstance(up, ast.keyword) and up.arg is None and not isinstance(value, ast.List):
                 continue  # `f(**d)`: each key read, into a dict of the callee's own
+            elif _viewed(up, parent) and not isinstance(value, (ast.Tuple, ast.List)):
+                continue  # `d.values()`, `d.items()`, `d.keys()`: its items read (issue 31)
             elif (
                 isinstance(up, ast.Attribute)
                 and up.attr in _GROWS
@@ -365,6 +376,18 @@ def _constant(key: ast.expr) -> object:
     ):
         return -key.operand.value
     return None
+
+
+def _viewed(up: ast.AST | None, parent: Callable[[ast.AST], ast.AST | None]) -> bool:
+    """``up`` is ``d.values``, ``d.items`` or ``d.keys``, called with no arguments."""
+    call = parent(up) if isinstance(up, ast.Attribute) else None
+    return (
+        isinstance(up, ast.Attribute)
+        and up.attr in ("values", "items", "keys")
+        and isinstance(call, ast.Call)
+        and call.func is up
+        and not call.args
+    )
 
 
 def _from_the_end(key: ast.expr) -> bool:

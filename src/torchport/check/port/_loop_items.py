@@ -106,11 +106,13 @@ def _added(call: ast.Call, method: str) -> list[ast.expr] | None:
 
 
 def _plain_read(scopes: ScopeMap, read: ast.Name) -> bool:
-    """A read that hands the list on to nothing: ``len(nets)``, ``m in nets``, or the
+    """A read that hands the list on to nothing: ``len(nets)``, ``m in nets``, ``f(*nets)``, or the
     loop over it whose target at that position is one name (see :func:`loop_target`)."""
     holder = scopes.parent(read)
     if _builtin(scopes, holder, {"len"}) is not None:
         return True
+    if isinstance(holder, ast.Starred) and isinstance(scopes.parent(holder), ast.Call):
+        return True  # `f(*nets)`: its items handed, not the list (issue 31)
     if isinstance(holder, ast.Compare) and read in holder.comparators:
         return all(isinstance(op, (ast.In, ast.NotIn)) for op in holder.ops)
     return loop_target(scopes, read) is not None

@@ -17,10 +17,15 @@ import ast
 from collections.abc import Callable, Sequence
 
 from torchport.check._context import Context
-from torchport.check.port._call_sites import method_of_receiver, overrides, partial_target
+from torchport.check.port._call_sites import (
+    method_of_receiver,
+    overrides,
+    partial_target,
+    shows_items,
+)
 from torchport.check.port._device_flow import names_of
 from torchport.check.port._facts import PortFacts, PortScope
-from torchport.check.port._value_kind import Elements, Kind, join, memoized
+from torchport.check.port._value_kind import Elements, Kind, flat, join, memoized
 from torchport.check.semantic import BindingKind, ScopeMap
 
 __all__ = ["CallerKinds", "hands_back", "parameter_default"]
@@ -47,6 +52,8 @@ class CallerKinds:
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
         self._given: dict[int, frozenset[Kind]] = {}  # parameter -> the kinds its calls pass
         self._never: dict[int, bool] = {}  # function -> called nowhere in its repository
+        # What iterating a value yields (`_elements.ElementKinds.elements`, which sets it)
+        self.elements: Callable[[ast.expr], Elements] | None = None
 
     def returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only; of a
@@ -144,8 +151,12 @@ class CallerKinds:
         # the calls that hand it the function's own result (`forward(forward(X).detach())`)
         # last: their kind asks this one's back, and gets what the others gave so far
         for call, _ in sorted(sites, key=lambda site: _calls_itself(site[0], func.name)):
-            if any(isinstance(a, ast.Starred) for a in call.args):
-                return Kind.UNKNOWN
+            star = next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), None)
+            if star is not None and index is not None and index >= star:
+                kinds.extend(self._items_kind(a) for a in call.args[star:])  # `f(*outs)`: any
+                kinds += [self.kind_of(default)] if default is not None else []  # of its items,
+                self._given[id(arg)] = frozenset(kinds)  # or an argument after it (issue 31)
+                continue
             unpacked = self._unpacked(call)  # `f(**d)` of a dict literal: its keys
             if unpacked is None:
                 return Kind.UNKNOWN
@@ -162,6 +173,14 @@ class CallerKinds:
                 kinds.append(self.kind_of(default))
             self._given[id(arg)] = frozenset(kinds)
         return join(kinds)
+
+    def _items_kind(self, arg: ast.expr) -> Kind:
+        """What ``arg`` hands a parameter: an item of ``*outs`` (``_elements``), else itself."""
+        if not isinstance(arg, ast.Starred):
+            return self.kind_of(arg)
+        if self.elements is None or not shows_items(arg.value, self.scopes):
+            return Kind.UNKNOWN  # (a batch's fields, a call's result: not told, as before)
+        return flat(self.elements(arg.value))
 
     def _unpacked(self, call: ast.Call) -> dict[str, list[ast.expr]] | None:
         """Key -> the items the call's ``**d`` hand (``LiteralItems.unpacked``), {} with none;

@@ -16,8 +16,11 @@ other name there), or every other use of the
 array's name after it (and, for a module-level array, in any function that does not bind the
 name) is a read that makes a new value (an attribute, arithmetic, a comparison, ``len``,
 ``print``, a copying method such as ``.copy()``/``.astype()``/``.sum()``), and no name bound
-to the tensor is written in place. Otherwise TP503 reports it, with no fix. Syntax only: an
-array another function or module holds (a parameter's caller) is not followed.
+to the tensor is written in place. Otherwise TP503 reports it, with no fix. A call of the
+file's own function that returns such a tensor of its parameter (``def to_tensor(arr): return
+torch.from_numpy(arr)``) shares the argument it is handed: asked as the maker is, of that
+argument (issue 31). Syntax only: an array another module holds, or a parameter's caller
+writes, is not followed.
 """
 
 from __future__ import annotations
@@ -47,9 +50,13 @@ _READERS = frozenset({"len", "print", "repr", "str", "float", "int", "bool", "is
 def shared_memory(node: ast.Call, facts: PortFacts) -> str:
     """Why the tensor ``node`` makes must stay where its memory is (TP503's message), or ""
     where the port may move it (see the module docstring)."""
-    if facts.ctx.qualname(node.func) not in SHARING or not node.args:
+    if facts.ctx.qualname(node.func) in SHARING and node.args:
+        source: ast.expr | None = node.args[0]
+    else:  # `to_tensor(a)` of `def to_tensor(arr): return torch.from_numpy(arr)` (issue 31)
+        source = _handed_array(node, facts)
+    if source is None:
         return ""
-    shown = source = node.args[0]
+    shown = source
     while isinstance(source, ast.Subscript) and isinstance(source.ctx, ast.Load):
         source = source.value  # `xy[:, :-1]`, a view: shares `xy`'s memory (k31ak: said)
     if not isinstance(source, ast.Name):
@@ -158,3 +165,33 @@ def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) ->
         if isinstance(target, ast.Name) and target.id in names:
             return True
     return False
+
+
+def _handed_array(call: ast.Call, facts: PortFacts) -> ast.expr | None:
+    """The argument ``call`` hands a parameter that the file's own function it calls returns
+    a sharing tensor of (``to_tensor(a)``: ``a``), or None."""
+    from torchport.check.port._chains import cast_end
+
+    func = facts.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if (
+        func is None
+        or facts.ctx.scopes.resolve(func.name, call.func) is not facts.ctx.scopes.module
+    ):
+        return None
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    returned = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value]
+    for value in returned:
+        for made in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+            held = made.args[0] if made.args else None
+            if facts.ctx.qualname(made.func) not in SHARING or not isinstance(held, ast.Name):
+                continue
+            if (cast_end(made, facts.parents) or made) is not value:
+                continue  # (not the whole value returned: `return a, torch.from_numpy(a)`)
+            given = next((k.value for k in call.keywords if k.arg == held.id), None)
+            index = positional.index(held.id) if held.id in positional else None
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            if given is not None and not isinstance(given, ast.Starred):
+                return given
+    return None

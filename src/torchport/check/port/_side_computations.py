@@ -24,7 +24,8 @@ and the expressions computed from it, decides, for it and every creator it meets
   the code does not name (a loop's variable, a parameter, ``fs[0]``: any may be a model,
   which TP520/TP523 name), a container or an object's attribute, a slice of a torch-made
   tensor (copied into it), another function through a ``return``, or a use the walk does
-  not follow (a comprehension's item). A module's own methods and ``__init__``, a
+  not follow (a dict's value; a comprehension's item is followed in the comprehension, and
+  through ``list``/``sum``/``max``... of it, issue 31). A module's own methods and ``__init__``, a
   ``Dataset``'s, a collate function are not reached at all;
 * **placed**: every value computed from it stays within the scope and ends in torch ops,
   ``print``/formatting, ``assert``, or a discarded expression; every other operand is a
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Callable
 
 from torchport._device_types import MOVE_METHODS
 from torchport.check._match import keyword
@@ -59,6 +59,7 @@ from torchport.check.port._calls import (
     host_result,
     is_move,
 )
+from torchport.check.port._plain_numbers import plain_number
 from torchport.check.port._reaching import Reaching
 from torchport.check.port._shared_memory import SHARING
 from torchport.check.semantic import BindingKind
@@ -102,7 +103,10 @@ _DRAW_METHODS = frozenset(
 )  # fmt: skip
 _DRAWN = "escape!: a random draw from it would come from the device's generator"
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})  # a list's or a set's
-_CONSTANTS = ("torch.", "math.", "numpy.")  # their attributes: dtypes, `pi`, `inf`
+# Comprehensions, and the builtins whose result is computed from, or holds, their items.
+_MADE_BY = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_REDUCE = frozenset({"sum", "max", "min"})
+_OF_ITEMS = _REDUCE | {"list", "tuple", "sorted", "reversed", "iter", "set"}
 _BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_tensor", "torch.is_nonzero"})
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _Use = tuple[str, list[ast.expr], list[ast.expr]]  # kind, tensors computed, other operands
@@ -270,13 +274,14 @@ class _Closure:
 
     def _foreign(self, operand: ast.expr, done: set[int], scope: PortScope) -> str:
         """Why ``operand`` (met by the group) cannot go with it to the device, or ""."""
-        if id(operand) in done or _number(operand, self.ctx.qualname):
+        if id(operand) in done or plain_number(operand, self.ctx.qualname):
             return ""
         if isinstance(operand, ast.Name):
             found = self.reaching.may_reach(operand)
             values = [getattr(b, "value", None) for b in found]
             if found and all(
-                v is not None and (id(v) in done or _number(v, self.ctx.qualname)) for v in values
+                v is not None and (id(v) in done or plain_number(v, self.ctx.qualname))
+                for v in values
             ):
                 return ""
         if self.facts.on_device(operand, scope):
@@ -309,7 +314,7 @@ class _Closure:
                 return _DRAWN, [], []
             if method in _HOST_METHODS or method in MOVE_METHODS or is_move(call):
                 return _HOST, [], []  # read back, or placed by the program (`.cuda()`)
-            if method == "to" and not all(_number(a, self.ctx.qualname) for a in call.args):
+            if method == "to" and not all(plain_number(a, self.ctx.qualname) for a in call.args):
                 return _HOST, [], []  # `.to(x)`: put where another tensor is
             if method in HOST_READS or method.startswith("is_"):
                 return "end", [], []
@@ -322,6 +327,8 @@ class _Closure:
             return "escape: unpacked into a call", [], []
         if isinstance(up, ast.Call) and up.func is not expr:
             return self._argument(expr, up)
+        if isinstance(up, _MADE_BY) and getattr(up, "elt", getattr(up, "value", None)) is expr:
+            return "pass", [up], []  # a comprehension's item: followed in the comprehension
         if isinstance(up, ast.BinOp | ast.UnaryOp):
             others = [up.right if up.left is expr else up.left] if isinstance(up, ast.BinOp) else []
             return "compute", [up], others
@@ -343,6 +350,10 @@ class _Closure:
             return "compute", [], [up.target]
         if isinstance(up, ast.Expr | ast.FormattedValue | ast.Assert):
             return "end", [], []
+        if isinstance(up, ast.For | ast.comprehension) and up.iter is expr:
+            return self._bound([up.target], scope)  # its items (or rows), bound to the target
+        if isinstance(up, ast.Lambda):
+            return "escape: returned by a lambda", [], []
         if isinstance(
             up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension
         ):
@@ -361,6 +372,8 @@ class _Closure:
 
     def _argument(self, expr: ast.expr, call: ast.Call) -> _Use:
         name = self.ctx.qualname(call.func) or _name(call) or ""
+        if name in _OF_ITEMS and self._made_by(expr):  # `sum(t * w for t in ts)`, `max(res)`
+            return ("compute" if name in _REDUCE else "pass"), [call], []
         if name in _PRINTS:
             return "end", [], []
         if name in _TO_HOST or any(expr is c for c in cpu_arguments(call, self.ctx)):
@@ -393,6 +406,12 @@ class _Closure:
             # a class may be one: kept, unsaid here (TP520/TP523 name a model reached that way)
             return _HOST, [], []
         return f"escape: handed to `{ast.unparse(call.func)[:40]}`", [], []
+
+    def _made_by(self, expr: ast.expr) -> bool:
+        """A comprehension, or a name bound only to comprehensions (``res = [...]``)."""
+        found = self.reaching.may_reach(expr) if isinstance(expr, ast.Name) else []
+        values = [getattr(b, "value", None) for b in found] or [expr]
+        return all(isinstance(v, _MADE_BY) for v in values)
 
     def _unresolved(self, func: ast.expr) -> bool:
         """Whether ``func`` is a callable the code does not name: not a ``def``, an import, a
@@ -446,26 +465,6 @@ def _arguments(call: ast.Call) -> list[ast.expr]:
 
 def _name(call: ast.Call) -> str | None:
     return call.func.id if isinstance(call.func, ast.Name) else None
-
-
-def _number(expr: ast.expr, qualname: Callable[[ast.expr], str | None]) -> bool:
-    """A number, a string, a dtype or a size: nothing that lives on a device."""
-    if isinstance(expr, ast.Constant):
-        return True
-    if isinstance(expr, ast.UnaryOp):
-        return _number(expr.operand, qualname)
-    if isinstance(expr, ast.BinOp):
-        return _number(expr.left, qualname) and _number(expr.right, qualname)
-    if isinstance(expr, ast.Attribute):  # `x.shape`, `torch.float32`, `math.pi`
-        name = qualname(expr) or ""
-        return expr.attr in {"shape", "ndim", "dtype"} or name.startswith(_CONSTANTS)
-    if isinstance(expr, ast.Tuple | ast.List):
-        return all(_number(e, qualname) for e in expr.elts)
-    if isinstance(expr, ast.Subscript):
-        return _number(expr.value, qualname)
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        return expr.func.attr in {"item", "tolist", "size", "dim", "numel"}  # Python data
-    return isinstance(expr, ast.Call) and _name(expr) in {"len", "int", "float", "round"}
 
 
 def _read_back(expr: ast.expr) -> bool:

@@ -58,7 +58,7 @@ _OPENS = frozenset({*_FUNCTIONS, ast.ClassDef})
 
 
 def _with_targets(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, (ast.For, ast.AsyncFor)):
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
         return [node.target]
     if isinstance(node, (ast.With, ast.AsyncWith)):
         return [i.optional_vars for i in node.items if i.optional_vars is not None]
@@ -374,14 +374,28 @@ def _pairs(node: ast.Assign) -> list[tuple[list[ast.expr], ast.expr]]:
     """What ``node`` binds, as (targets, value) pairs: a tuple unpacked item by item
     (``t, w = model(x), torch.ones(2)``: ``w`` holds the ones only, not the pair, which
     made it a device value and the ones were left on the CPU unsaid, issue 31) one pair
-    per item; any other assignment whole."""
+    per item; a starred target (``a, *rest = model(x), torch.zeros(2)``) one pair per item
+    it takes (a list of them: its items are what the flow knows of it); any other
+    assignment whole."""
     (target, *more), value = node.targets, node.value
     if (
         more
         or not isinstance(target, ast.Tuple | ast.List)
         or not isinstance(value, ast.Tuple | ast.List)
-        or len(target.elts) != len(value.elts)
-        or any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+        or any(isinstance(e, ast.Starred) for e in value.elts)
     ):
         return [(node.targets, value)]
-    return [([t], v) for t, v in zip(target.elts, value.elts, strict=True)]
+    stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+    if not stars:
+        if len(target.elts) != len(value.elts):
+            return [(node.targets, value)]
+        return [([t], v) for t, v in zip(target.elts, value.elts, strict=True)]
+    (star,) = stars  # (Python allows one)
+    after = len(target.elts) - star - 1
+    if len(value.elts) < star + after:
+        return [(node.targets, value)]  # (raises when run)
+    taken = value.elts[star : len(value.elts) - after]
+    pairs = [([t], v) for t, v in zip(target.elts[:star], value.elts[:star], strict=True)]
+    pairs += [([target.elts[star]], v) for v in taken]
+    tail = value.elts[len(value.elts) - after :] if after else []
+    return pairs + [([t], v) for t, v in zip(target.elts[star + 1 :], tail, strict=True)]

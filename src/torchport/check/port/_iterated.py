@@ -1,0 +1,86 @@
+"""What each target of a ``for`` statement or a comprehension's ``for`` takes an item of.
+
+``for t in ts`` binds ``t`` to an item of ``ts``, and so does ``[... for t in ts]``;
+``for i, t in enumerate(ts)`` binds ``t`` to one (``i`` to a position); ``for t, w in
+zip(ts, ws)`` binds ``t`` to an item of ``ts`` and ``w`` to one of ``ws``; ``sorted(ts)``,
+``reversed(ts)``, ``list(ts)``, ``tuple(ts)`` and ``iter(ts)`` hand ``ts``'s items. The
+device flow takes a target for a device value where what it takes an item of is one (issue
+31: a comprehension over the model's outputs, or a ``zip``/``enumerate`` of them, was
+followed nowhere: a host tensor made beside each item stayed on the CPU, unsaid).
+A dict's ``.values()``/``.items()`` hand its values where the code shows them all (a literal
+read only by key or so: ``LiteralItems``). Anything else (``map``, a starred or mismatched
+target) is the whole iterable's, as before. Syntax only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+__all__ = ["ITERATES", "taken"]
+
+# What binds a target per item of an iterable: a `for` statement, a comprehension's `for`.
+ITERATES = (ast.For, ast.AsyncFor, ast.comprehension)
+# Builtins whose items are their one iterable's items.
+_SAME_ITEMS = frozenset({"sorted", "reversed", "list", "tuple", "iter"})
+
+
+def taken(
+    target: ast.expr,
+    iterable: ast.expr,
+    builtin: Callable[[str], bool],
+    values: Callable[[ast.expr], list[ast.expr] | None],
+) -> list[tuple[ast.expr, ast.expr]]:
+    """(part of ``target``, what it takes an item of, or the item itself) for ``for target in
+    iterable``; ``builtin(name)``: whether ``name`` is the builtin there (the file does not
+    bind it); ``values(d)``: every value the dict ``d`` may hold, or None where the code does
+    not show them (``LiteralItems``): ``d.values()`` and ``d.items()`` hand those, each as
+    the item it is (``for k, v in d.items()``: ``(v, item)`` per item)."""
+    name = _builtin_call(iterable, builtin)
+    while name in _SAME_ITEMS and isinstance(iterable, ast.Call) and len(iterable.args) == 1:
+        iterable = iterable.args[0]
+        name = _builtin_call(iterable, builtin)
+    parts = _plain_items(target)
+    view = _dict_view(iterable)
+    if view is not None:
+        held = values(view)
+        if held is not None and iterable.func.attr == "values":  # type: ignore[attr-defined]
+            return [(target, v) for v in held]
+        if held is not None and parts is not None and len(parts) == 2:  # `k, v`: the value
+            return [(parts[1], v) for v in held]
+    if not isinstance(iterable, ast.Call) or name is None:
+        return [(target, iterable)]
+    args = iterable.args
+    if parts is None or any(isinstance(a, ast.Starred) for a in args):
+        return [(target, iterable)]  # (`zip(*rows)`: as a whole; `strict=`, `start=` kept)
+    if name == "enumerate" and len(args) == 1 and len(parts) == 2:
+        return taken(parts[1], args[0], builtin, values)  # (the position: a number)
+    if name == "zip" and len(args) == len(parts):
+        pairs = zip(parts, args, strict=True)
+        return [pair for part, arg in pairs for pair in taken(part, arg, builtin, values)]
+    return [(target, iterable)]
+
+
+def _plain_items(target: ast.expr) -> list[ast.expr] | None:
+    """A tuple or list target's items, none starred; else None."""
+    if not isinstance(target, ast.Tuple | ast.List):
+        return None
+    if any(isinstance(e, ast.Starred) for e in target.elts):
+        return None
+    return list(target.elts)
+
+
+def _dict_view(expr: ast.expr) -> ast.expr | None:
+    """``d`` of ``d.values()`` and of ``d.items()`` (no arguments), else None."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return None
+    if expr.func.attr not in ("values", "items") or expr.args or expr.keywords:
+        return None
+    return expr.func.value
+
+
+def _builtin_call(expr: ast.expr, builtin: Callable[[str], bool]) -> str | None:
+    """The name of the builtin ``expr`` calls (``zip`` of ``zip(a, b)``), or None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and builtin(expr.func.id):
+        return expr.func.id
+    return None
