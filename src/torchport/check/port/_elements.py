@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import weakref
 from collections.abc import Callable
 
 from torchport.check.port._loop_items import named_items
@@ -52,7 +53,8 @@ class ElementKinds:
         self.loads = loads or scopes.loads_of  # every read of a name (the port's walk's)
         self.kind_of = kind_of
         self.callers = callers
-        callers.elements = self.elements  # (`f(*outs)`: what a parameter takes, issue 31)
+        # (`f(*outs)`: what a parameter takes, issue 31; weakly held: no cycle per file)
+        callers.elements = weakref.WeakMethod(self.elements)
 
     def target(self, node: ast.Name) -> Kind:
         """What a loop target or an unpacking binds to ``node`` (``for i, (x, y) in ...``)."""

@@ -53,7 +53,7 @@ class CallerKinds:
         self._given: dict[int, frozenset[Kind]] = {}  # parameter -> the kinds its calls pass
         self._never: dict[int, bool] = {}  # function -> called nowhere in its repository
         # What iterating a value yields (`_elements.ElementKinds.elements`, which sets it)
-        self.elements: Callable[[ast.expr], Elements] | None = None
+        self.elements: Callable[[], Callable[[ast.expr], Elements] | None] | None = None
 
     def returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only; of a
@@ -178,9 +178,10 @@ class CallerKinds:
         """What ``arg`` hands a parameter: an item of ``*outs`` (``_elements``), else itself."""
         if not isinstance(arg, ast.Starred):
             return self.kind_of(arg)
-        if self.elements is None or not shows_items(arg.value, self.scopes):
+        elements = self.elements() if self.elements is not None else None
+        if elements is None or not shows_items(arg.value, self.scopes):
             return Kind.UNKNOWN  # (a batch's fields, a call's result: not told, as before)
-        return flat(self.elements(arg.value))
+        return flat(elements(arg.value))
 
     def _unpacked(self, call: ast.Call) -> dict[str, list[ast.expr]] | None:
         """Key -> the items the call's ``**d`` hand (``LiteralItems.unpacked``), {} with none;
