@@ -265,14 +265,20 @@ def test_ctrl_c_while_files_are_written_says_which_were_not(
         write_back(path, data, before)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_write, "write_back", write_then_interrupt)
-    result = port_paths([str(tmp_path)], jobs=1)
+    # a program's own handler (Python's default), whatever an earlier test left in this worker
+    worker = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = port_paths([str(tmp_path)], jobs=1)
+        given_back = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, worker)
     assert [c.path for c in result.changed] == [str(model)]
     assert [(e.path, e.message) for e in result.errors] == [(str(train), _commit._INTERRUPTED)]
     assert not [f for f in result.remaining if f.path == str(train)]
     assert train.read_text() == _STAR["train.py"]
     assert model.read_text() != _STAR["model.py"]
     assert result.exit_code == 2
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+    assert given_back is signal.default_int_handler
 
 
 def test_a_refused_write_leaves_the_original_s_findings(
