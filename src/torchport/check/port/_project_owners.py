@@ -56,6 +56,7 @@ __all__ = [
     "decide",
     "loader_place",
     "may_own",
+    "module_aliases",
     "owners_of",
     "rebound_by_own_call",
 ]
@@ -246,22 +247,14 @@ def owners_of(
             if cls is not None and not cls[0] and cls[2] != "unresolved":
                 owners[stmt.targets[0].id] = (True, cls[1], cls[2])
     bindings = ctx.scopes.module.bindings
-    for stmt in ctx.tree.body:  # `Net = _Net`, `Net = model.Net`: an alias has its class's
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, (ast.Name, ast.Attribute))
-            and len(bindings.get(stmt.targets[0].id, [])) == 1
-        ):
-            value = stmt.value
-            found = owners.get(value.id) if isinstance(value, ast.Name) else None
-            if found is None and isinstance(value, ast.Name) and value.id in classes.defs:
-                found = classes.of_class(value.id)
-            if found is None and isinstance(value, ast.Attribute):
-                found = imported.owner_of(value)
-            if found is not None and not found[0] and found[2] != "unresolved":
-                owners.setdefault(stmt.targets[0].id, found)
+    for name, value in module_aliases(ctx, bindings):  # `Net = _Net`, `Net = model.Net`: an
+        found = owners.get(value.id) if isinstance(value, ast.Name) else None  # alias's class's
+        if found is None and isinstance(value, ast.Name) and value.id in classes.defs:
+            found = classes.of_class(value.id)
+        if found is None and isinstance(value, ast.Attribute):
+            found = imported.owner_of(value)
+        if found is not None and not found[0] and found[2] != "unresolved":
+            owners.setdefault(name, found)
     dynamic = classes.dynamic
     for name, given in dynamic.by_name.items():  # `Box = type("Box", (), {"cuda": f})`
         if name in owners:  # `config.to = f` of a module-level instance: merged
@@ -338,3 +331,18 @@ def rebound_by_own_call(bindings: Sequence[Binding], name: str) -> bool:
     return bool(rest) and all(
         b.kind is BindingKind.ASSIGN and own_build(b.value, name) is not None for b in rest
     )
+
+
+def module_aliases(ctx: Context, bindings: dict[str, list[Binding]]) -> list[tuple[str, ast.expr]]:
+    """Each module-level ``name = other`` or ``name = module.other``, its only binding."""
+    out: list[tuple[str, ast.expr]] = []
+    for stmt in ctx.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, (ast.Name, ast.Attribute))
+            and len(bindings.get(stmt.targets[0].id, [])) == 1
+        ):
+            out.append((stmt.targets[0].id, stmt.value))
+    return out

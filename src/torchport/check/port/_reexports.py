@@ -22,13 +22,19 @@ from collections.abc import Sequence
 from torchport.check._context import Context
 from torchport.check._match import dotted_parts
 from torchport.check.port._module_facts import PortKinds
+from torchport.check.port._project_owners import module_aliases
 from torchport.check.semantic import Binding, BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._project_imports import ProjectImports
 
-__all__ = ["imported_names", "only_import", "reexported_classes", "with_reexports"]
+__all__ = [
+    "imported_names",
+    "only_import",
+    "reexported_classes",
+    "with_reexports",
+]
 
 # The port's kinds of names (PortKinds' sets) a re-export or alias carries over
 _SETS = (
@@ -74,28 +80,13 @@ def _given(bindings: dict[str, list[Binding]], name: str) -> bool:
     return name not in bindings or only_import(bindings[name])
 
 
-def _aliases(ctx: Context, bindings: dict[str, list[Binding]]) -> list[tuple[str, ast.expr]]:
-    """Each module-level ``name = other`` or ``name = module.other``, its only binding."""
-    out: list[tuple[str, ast.expr]] = []
-    for stmt in ctx.tree.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, (ast.Name, ast.Attribute))
-            and len(bindings.get(stmt.targets[0].id, [])) == 1
-        ):
-            out.append((stmt.targets[0].id, stmt.value))
-    return out
-
-
 def reexported_classes(ctx: Context, imported: ProjectImports, known: set[str]) -> frozenset[str]:
     """The model classes of other project modules the module ``ctx`` binds at module level
     by an import alone (or a star import: no binding of its own), or by one ``Name = Other``
     (or ``= module.Other``) of a model class (its only binding there)."""
     bindings = ctx.scopes.module.bindings
     out = {n for n in imported.classes if _given(bindings, n)}
-    for name, value in _aliases(ctx, bindings):
+    for name, value in module_aliases(ctx, bindings):
         if (isinstance(value, ast.Name) and value.id in known) or (
             isinstance(value, ast.Attribute) and imported.model_class(value)
         ):
@@ -120,7 +111,7 @@ def with_reexports(ctx: Context, imported: ProjectImports, own: PortKinds) -> Po
     host_items.update((n, v) for n, v in imported.host_items.items() if _given(bindings, n))
     tensor_items.update((n, v) for n, v in imported.tensor_items.items() if _given(bindings, n))
     given.update(n for n in imported.functions if _given(bindings, n))
-    for name, value in _aliases(ctx, bindings):
+    for name, value in module_aliases(ctx, bindings):
         if isinstance(value, ast.Name):
             source = value.id
             held = {attr: source in sets[attr] for attr in _SETS}
