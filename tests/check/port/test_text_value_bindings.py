@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import pytest
 
+pytest.importorskip("torch")  # before the oracle's module, which imports torch
+
 from tests.check.port.test_n31aj_text_values import _holds_tensor
 from torchport.check import check_source
-
-pytest.importorskip("torch")
 
 _HEAD = (
     "import numpy as np\nimport torch\n\n"
