@@ -6,12 +6,18 @@ them back when the last one is collected. With a limit set, an allocation that
 would pass it raises :class:`torch.OutOfMemoryError` worded as CUDA words it,
 with the allocator's figures, so ``explain_oom`` and ``memory_report`` read a
 device that can run out.
+
+A storage's bytes are given back by a finalizer, which the cyclic collector may run in the
+middle of any allocation, the ledger's own included (``charge`` holding its lock): the
+finalizer never waits for the lock. It queues the storage, and whoever holds the lock next
+settles the queue first (a finalizer that waited there hung the program for good).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 from dataclasses import dataclass
 
 import torch
@@ -41,10 +47,12 @@ class Ledger:
         self._charged = 0  # storages ever charged: never reset, never given back
         self._off_main = False  # a tensor was ever made on a thread not the main one
         self._lock = threading.Lock()
+        self._freed: deque[int] = deque()  # storages collected, not yet settled (_release)
 
     def figures(self) -> MemoryFigures:
         """The allocated bytes, the peak since the last reset, and the limit."""
         with self._lock:
+            self._settle()
             return MemoryFigures(self._allocated, self._peak, self.limit)
 
     def storages_charged(self) -> int:
@@ -61,6 +69,7 @@ class Ledger:
     def reset_peak(self) -> None:
         """Start the peak again from what is allocated now."""
         with self._lock:
+            self._settle()
             self._peak = self._allocated
 
     def charge(self, raw: torch.Tensor) -> None:
@@ -88,6 +97,7 @@ class Ledger:
         if not self._off_main and threading.get_ident() != threading.main_thread().ident:
             self._off_main = True
         with self._lock:
+            self._settle()  # (a storage freed at this address, not yet given back)
             entry = self._held.get(key)
             if entry is None:
                 if self.limit is not None and self._allocated + nbytes > self.limit:
@@ -100,10 +110,24 @@ class Ledger:
         weakref.finalize(raw, self._release, key)
 
     def _release(self, key: int) -> None:
-        with self._lock:
+        """The finalizer of a charged tensor: queue it, settle now if the lock is free.
+
+        Never waits: the collector may run it on a thread that holds the lock already."""
+        self._freed.append(key)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._settle()
+            finally:
+                self._lock.release()
+
+    def _settle(self) -> None:
+        """Give back what the queued finalizers freed (the lock held)."""
+        freed = self._freed
+        while freed:
+            key = freed.popleft()
             entry = self._held.get(key)
             if entry is None:
-                return
+                continue
             entry[1] -= 1
             if entry[1] == 0:
                 del self._held[key]
