@@ -199,6 +199,12 @@ def placed_or_reported(cases: list[tuple[str, str]]) -> list[dict[str, Any]]:
             records.append({"case": case, "left": left, "train": text})
             pairs.append((str(original), str(ported)))
         results = in_a_child(_CHILD, pairs)
+    return judged(records, results)
+
+
+def judged(records: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each port's record with what :data:`_CHILD` saw: the original ran on the CPU, and the
+    port either left a finding or printed the original's values, every tensor on ``sim:0``."""
     for record, got in zip(records, results, strict=True):
         record.update(got)
         assert got["cpu"] is None, record  # the original runs

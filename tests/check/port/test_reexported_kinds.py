@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.no_cuda_sim import in_a_child
-from tests.check.port.test_project_reexports import _CHILD
+from tests.check.port.test_project_reexports import _CHILD, judged
 from torchport.check import port_paths
 
 _MODEL = """import torch
@@ -242,14 +242,7 @@ def placed_or_reported(cases: list[tuple[str, str, int, str]]) -> list[dict[str,
             records.append({"case": (kind, form, depth, spelling), "left": left})
             pairs.append((str(original), str(ported)))
         results = in_a_child(_CHILD, pairs)
-    for record, got in zip(records, results, strict=True):
-        record.update(got)
-        assert got["cpu"] is None, record  # the original runs
-        if record["left"]:
-            continue  # reported
-        assert got["now"] is None, record
-        assert got["same"] and set(got["devices"]) == {"sim:0"}, record  # placed
-    return records
+    return judged(records, results)
 
 
 # The cases run: a device the program makes on the CPU itself (`torch.device("cpu")`) is
