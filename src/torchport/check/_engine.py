@@ -256,7 +256,7 @@ def _walk(
 ) -> CheckOutcome:
     findings: list[Finding] = []
     failures: list[RuleFailure] = []
-    held: dict[str, int] = {}  # code -> findings left out where the code needs CUDA anyway
+    held: list[Finding] = []  # left out as of low value there (_select.HELD): counted
     dispatch = ruleset.dispatch
     skip, fields_of = not ruleset.visit_unpositioned, ruleset.fields_of
     by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
@@ -338,10 +338,7 @@ def _walk(
                                 first, last = min(first, span[0]), max(last, span[1])
                             if noqa.silences(finding.code, first, last):
                                 continue
-                        if out:  # of low value here: counted for the summary, not listed
-                            held[finding.code] = held.get(finding.code, 0) + 1
-                        else:
-                            findings.append(finding)
+                        (held if out else findings).append(finding)
                 except Exception as exc:
                     line = getattr(node, "lineno", 1)
                     failure = RuleFailure(rule.code, rule.name, ctx.path, line, repr(exc))
@@ -393,7 +390,12 @@ def _walk(
         else:
             pop()  # nothing below it to visit: finished already
     findings.sort(key=finding_key)
-    return CheckOutcome(unique_findings(findings), failures, held=held)
+    outcome = CheckOutcome(unique_findings(findings), failures)
+    if held:  # counted as the listed are: each distinct finding once
+        held.sort(key=finding_key)
+        for finding in unique_findings(held):
+            outcome.held[finding.code] = outcome.held.get(finding.code, 0) + 1
+    return outcome
 
 
 _MISSING: Any = object()
