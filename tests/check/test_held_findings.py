@@ -20,6 +20,7 @@ four default rules naming CUDA (TP101's left forms among them), which lines carr
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -128,3 +129,20 @@ def test_the_count_follows_the_findings_listed(tmp_path: Path, capsys) -> None:
     assert lines[-2].startswith("Found 1 finding in 1 file")
     assert lines[-1].startswith("Not shown: a default run leaves out 1 finding of rules naming")
     assert lines[-1].endswith("`--extend-select TP101` lists it.")
+
+
+def test_statistics_count_what_the_table_leaves_out(tmp_path: Path, capsys) -> None:
+    """An empty `--statistics` table over held findings is not all it says; JSON stays a list."""
+    (tmp_path / "a.py").write_text(_HEAD + "import flash_attn\nx = torch.zeros(2).cuda()\n")
+    assert main(["check", "--no-cache", "--statistics", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "No findings shown: a default run leaves out 1 finding of rules naming CUDA (TP101) in 1 "
+        "file, of low value there (`--explain CODE` says where); `--extend-select TP101` lists it."
+    ]
+    (tmp_path / "b.py").write_text(_HEAD + "x = torch.zeros(2).cuda()\n")
+    assert main(["check", "--no-cache", "--statistics", str(tmp_path)]) == 1
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].split()[:2] == ["1", "TP101"]
+    assert rows[1].startswith("Not shown: a default run leaves out 1 finding") and len(rows) == 2
+    assert main(["check", "--no-cache", "--statistics", "--format", "json", str(tmp_path)]) == 1
+    assert [r["code"] for r in json.loads(capsys.readouterr().out)] == ["TP101"]

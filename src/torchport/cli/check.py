@@ -172,7 +172,12 @@ def _run(args: argparse.Namespace) -> int:
         if args.statistics:
             out.write(
                 render_statistics(
-                    findings, args.format, result.rules, result.errors, plain=result.plain_fix
+                    findings,
+                    args.format,
+                    result.rules,
+                    result.errors,
+                    plain=result.plain_fix,
+                    held=result.held,
                 )
             )
         else:

@@ -20,7 +20,13 @@ from torchport import __version__
 from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import is_plain, quoted
 from torchport.check._rule import Finding, FixSafety, Rule
-from torchport.check.files._text import file_of, fix_flags, render_grouped, render_text
+from torchport.check.files._text import (
+    file_of,
+    fix_flags,
+    held_note,
+    render_grouped,
+    render_text,
+)
 from torchport.check.files._work import FileError
 
 __all__ = [
@@ -205,11 +211,14 @@ def render_statistics(
     errors: Sequence[FileError] = (),
     *,
     plain: Collection[str] | None = None,
+    held: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
     """Count per code, most frequent first (ties by code), in one of :data:`FORMATS`.
 
     Text: ``count  code  [*] name`` rows (``[*]``: a plain ``fix`` applies some of
-    them; ``plain`` as for :func:`render_text`). JSON: a list of
+    them; ``plain`` as for :func:`render_text`), then, where a default run left findings
+    out as of low value there (``held``, :attr:`CheckResult.held`), one line that counts
+    them, so an empty table is never all there is to say. JSON: a list of
     ``{"code", "name", "count", "fixable"}``. GitHub: one ``::notice`` per code.
     SARIF: the full log (results included) with the counts in the run's
     ``properties.statistics``, so a SARIF consumer still gets a valid log; GitLab
@@ -232,10 +241,13 @@ def render_statistics(
     if fmt in ("gitlab", "junit"):  # a CI server reads the report whole: it stays valid
         return render(fmt, findings, rules, errors)
     width = max((len(str(r["count"])) for r in rows), default=1)
-    return "".join(
+    table = "".join(
         f"{r['count']:>{width}}  {r['code']}  {'[*]' if r['fixable'] else '   '} {r['name']}\n"
         for r in rows
     )
+    if held:
+        table += f"{'Not shown' if rows else 'No findings shown'}: {held_note(held)}.\n"
+    return table
 
 
 def _uri(path: str) -> dict[str, str]:

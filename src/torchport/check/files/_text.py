@@ -164,7 +164,7 @@ def _summary(
         unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings and not unplaced:
         if held:  # never "All checks passed." over findings only left out of the listing
-            shown = [f"No findings shown: {_held(held)}."]
+            shown = [f"No findings shown: {held_note(held)}."]
             return [*shown, f"And {unchecked}."] if errors else shown
         return [f"No findings, but {unchecked}." if errors else "All checks passed."]
     # Every file holding a counted finding: placed ones, and unplaced ones (a dry-run
@@ -187,13 +187,13 @@ def _summary(
         notes.append(f"{needs[wanted]} {'more with' if wanted else 'fixable with'} {command}")
     lines = [summary + (f" ({', '.join(notes)})" if notes else "") + "."]
     if held:
-        lines.append(f"Not shown: {_held(held)}.")
+        lines.append(f"Not shown: {held_note(held)}.")
     if errors:
         lines.append(f"And {unchecked}.")
     return lines
 
 
-def _held(held: Mapping[str, Mapping[str, int]]) -> str:
+def held_note(held: Mapping[str, Mapping[str, int]]) -> str:
     """What a default run left out as of low value where it stands (``CheckResult.held``: code
     that needs CUDA anyway, a form of a rule left out), and the option that lists it."""
     counts: Counter[str] = Counter()
