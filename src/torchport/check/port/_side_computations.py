@@ -195,6 +195,7 @@ class _Closure:
                 continue
             done.add(id(expr))
             kind, more, others = self._use(expr, scope)
+            others = [self._handed(o) for o in others]  # a lambda's parameter: its argument
             operands.extend(others)
             host = host or any(_read_back(o) for o in others)  # `torch.allclose(y, t.cpu())`
             work.extend(more)
@@ -237,6 +238,21 @@ class _Closure:
             elif isinstance(node, ast.Call):
                 found.append(node)
         return found
+
+    def _handed(self, operand: ast.expr) -> ast.expr:
+        """What ``operand`` holds where it is a parameter of a lambda called where it is
+        written (``t`` of ``(lambda t: t * w)(y)``: ``y``), else ``operand`` itself."""
+        if not isinstance(operand, ast.Name):
+            return operand
+        bound = self.ctx.scopes.bindings(operand.id, operand)
+        if len(bound) != 1 or bound[0].kind is not BindingKind.PARAMETER:
+            return operand
+        lam = bound[0].scope.node
+        call = self.parents.get(id(lam))
+        if not (isinstance(lam, ast.Lambda) and isinstance(call, ast.Call) and call.func is lam):
+            return operand
+        handed = _handed_argument(lam.args, call, operand.id)
+        return operand if handed is None else handed
 
     def _shared(self, call: ast.Call) -> str:
         """Why ``call``'s tensor must stay where its memory is, or "": it shares it with an
@@ -353,6 +369,9 @@ class _Closure:
         if isinstance(up, ast.For | ast.comprehension) and up.iter is expr:
             return self._bound([up.target], scope)  # its items (or rows), bound to the target
         if isinstance(up, ast.Lambda):
+            call = self.parents.get(id(up))
+            if isinstance(call, ast.Call) and call.func is up and up.body is expr:
+                return "pass", [call], []  # `(lambda t: ...)(y)`: its value is the call's
             return "escape: returned by a lambda", [], []
         if isinstance(
             up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension
@@ -461,6 +480,20 @@ class _Closure:
 
 def _arguments(call: ast.Call) -> list[ast.expr]:
     return [*call.args, *(k.value for k in call.keywords)]
+
+
+def _handed_argument(args: ast.arguments, call: ast.Call, name: str) -> ast.expr | None:
+    """The argument ``call`` hands the parameter ``name`` of ``args``, where the call shows
+    it (by place or by keyword, no star), else None (a default, ``*a``, ``**k``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    placed = [*args.posonlyargs, *args.args]
+    for i, param in enumerate(placed):
+        if param.arg == name and i < len(call.args):
+            return call.args[i]
+    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _name(call: ast.Call) -> str | None:
