@@ -59,6 +59,7 @@ from torchport.check.port._calls import (
     host_result,
     is_move,
 )
+from torchport.check.port._lambdas import handed
 from torchport.check.port._plain_numbers import plain_number
 from torchport.check.port._reaching import Reaching
 from torchport.check.port._shared_memory import SHARING
@@ -195,7 +196,9 @@ class _Closure:
                 continue
             done.add(id(expr))
             kind, more, others = self._use(expr, scope)
-            others = [self._handed(o) for o in others]  # a lambda's parameter: its argument
+            others = [
+                handed(o, self.ctx.scopes, self.parents) for o in others
+            ]  # `t` of `(lambda t: ...)(y)`: `y`
             operands.extend(others)
             host = host or any(_read_back(o) for o in others)  # `torch.allclose(y, t.cpu())`
             work.extend(more)
@@ -238,21 +241,6 @@ class _Closure:
             elif isinstance(node, ast.Call):
                 found.append(node)
         return found
-
-    def _handed(self, operand: ast.expr) -> ast.expr:
-        """What ``operand`` holds where it is a parameter of a lambda called where it is
-        written (``t`` of ``(lambda t: t * w)(y)``: ``y``), else ``operand`` itself."""
-        if not isinstance(operand, ast.Name):
-            return operand
-        bound = self.ctx.scopes.bindings(operand.id, operand)
-        if len(bound) != 1 or bound[0].kind is not BindingKind.PARAMETER:
-            return operand
-        lam = bound[0].scope.node
-        call = self.parents.get(id(lam))
-        if not (isinstance(lam, ast.Lambda) and isinstance(call, ast.Call) and call.func is lam):
-            return operand
-        handed = _handed_argument(lam.args, call, operand.id)
-        return operand if handed is None else handed
 
     def _shared(self, call: ast.Call) -> str:
         """Why ``call``'s tensor must stay where its memory is, or "": it shares it with an
@@ -480,20 +468,6 @@ class _Closure:
 
 def _arguments(call: ast.Call) -> list[ast.expr]:
     return [*call.args, *(k.value for k in call.keywords)]
-
-
-def _handed_argument(args: ast.arguments, call: ast.Call, name: str) -> ast.expr | None:
-    """The argument ``call`` hands the parameter ``name`` of ``args``, where the call shows
-    it (by place or by keyword, no star), else None (a default, ``*a``, ``**k``)."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
-    ):
-        return None
-    placed = [*args.posonlyargs, *args.args]
-    for i, param in enumerate(placed):
-        if param.arg == name and i < len(call.args):
-            return call.args[i]
-    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _name(call: ast.Call) -> str | None:
