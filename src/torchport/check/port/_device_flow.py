@@ -75,6 +75,13 @@ SHAPE_METHODS = frozenset(
      "squeeze", "flatten", "unflatten", "movedim", "swapaxes", "unfold", "chunk", "select",
      "roll", "t", "contiguous"}
 )  # fmt: skip
+# Tensor methods whose every argument is a count, a dim or a flag (`out.topk(k)`): asked of a
+# device value, what they are given is read as a number, never met as data (issue 31, n31al).
+_NUMBER_ARGUMENTS = frozenset(
+    {"topk", "kthvalue", "softmax", "log_softmax", "argmax", "argmin", "argsort", "cumsum",
+     "cumprod", "logsumexp", "tril", "triu", "diagonal", "flip", "tile", "split", "sum",
+     "mean", "prod", "std", "var", "all", "any", "median", "mode", "nansum", "nanmean"}
+)  # fmt: skip
 # Comparisons that give a tensor of an operand's shape (where it is): not `is`, `in`.
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _COMBINE = frozenset({ast.Call, ast.BinOp, ast.Compare, ast.AugAssign})  # what has operands
@@ -278,6 +285,8 @@ class DeviceFlow:
                     return []
                 if func.attr in SHAPE_METHODS:
                     return []  # `data.narrow(0, 0, n * batch_size)`: sizes, no data
+                if func.attr in _NUMBER_ARGUMENTS and self.on_device(func.value, scope):
+                    return []  # `out.topk(top_k)`: a count, whatever made it
                 if func.attr in COLLECTS and self._only_collected(func.value):
                     return []  # a list of records: what goes in never meets what is in it
                 kept = cpu_arguments(node, self.ctx)

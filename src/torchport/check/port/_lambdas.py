@@ -22,9 +22,15 @@ import ast
 from collections.abc import Callable
 
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
+from torchport.check.semantic import BindingKind
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.semantic import ScopeMap
 
 __all__ = [
     "followed_lambdas",
+    "handed",
     "handed_on",
     "held_parameters",
     "loose_message",
@@ -78,6 +84,25 @@ def followed_lambdas(
         ):
             found.add(id(lam))
     return found
+
+
+def handed(operand: ast.expr, scopes: ScopeMap, parents: dict[int, ast.AST]) -> ast.expr:
+    """What ``operand`` holds where it is a parameter of a lambda called where it is written
+    (``t`` of ``(lambda t: t * w)(y)``: ``y``, by place or by keyword), else ``operand``."""
+    bound = scopes.bindings(operand.id, operand) if isinstance(operand, ast.Name) else []
+    if len(bound) != 1 or bound[0].kind is not BindingKind.PARAMETER:
+        return operand
+    lam, call = bound[0].scope.node, parents.get(id(bound[0].scope.node))
+    if not (isinstance(lam, ast.Lambda) and isinstance(call, ast.Call) and call.func is lam):
+        return operand
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return operand  # `*a`, `**k`: the code does not show which
+    placed = [p.arg for p in (*lam.args.posonlyargs, *lam.args.args)][: len(call.args)]
+    if bound[0].name in placed:
+        return call.args[placed.index(bound[0].name)]
+    return next((k.value for k in call.keywords if k.arg == bound[0].name), operand)
 
 
 def held_parameters(nodes: list[ast.AST], followed: set[int]) -> dict[int, bool]:

@@ -15,7 +15,10 @@ through the sharing: the array's name is rebound by the statement that makes the
 other name there), or every other use of the
 array's name after it (and, for a module-level array, in any function that does not bind the
 name) is a read that makes a new value (an attribute, arithmetic, a comparison, ``len``,
-``print``, a copying method such as ``.copy()``/``.astype()``/``.sum()``), and no name bound
+``print``, a copying method such as ``.copy()``/``.astype()``/``.sum()``, a library function
+known to read only: ``np.mean(a)``, ``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``,
+``out=a``, nor a call of unknown code, which may write; another sharing tensor of it that no
+name writes in place, as this one), and no name bound
 to the tensor is written in place. Otherwise TP503 reports it, with no fix. A call of the
 file's own function that returns such a tensor of its parameter (``def to_tensor(arr): return
 torch.from_numpy(arr)``) shares the argument it is handed: asked as the maker is, of that
@@ -44,7 +47,22 @@ _COPYING = frozenset(
      "argmin", "tolist", "item", "tobytes", "round", "cumsum", "prod", "nonzero"}
 )  # fmt: skip
 _VIEWS = frozenset({"T", "mT", "real", "imag", "flat", "base", "data"})  # (a view: followed)
-_READERS = frozenset({"len", "print", "repr", "str", "float", "int", "bool", "isinstance"})
+# (not `max`/`min`/`sorted`/`list`: a 2-D array's items are its rows, views of it)
+_READERS = frozenset(
+    {"len", "print", "repr", "str", "float", "int", "bool", "isinstance", "sum", "abs",
+     "json.dumps", "pickle.dumps", "copy.deepcopy"}
+)  # fmt: skip
+# numpy functions that read an array into a new value, a number or a file, and never write it
+# without `out=` (not `np.asarray`/`np.ravel`/`np.reshape`: the same memory, written later)
+_NUMPY_READERS = frozenset(
+    {"mean", "sum", "max", "min", "amax", "amin", "std", "var", "median", "average", "argmax",
+     "argmin", "percentile", "quantile", "allclose", "array_equal", "isclose", "isnan",
+     "isfinite", "abs", "absolute", "exp", "log", "sqrt", "square", "dot", "matmul",
+     "concatenate", "stack", "vstack", "hstack", "array", "copy", "unique", "sort", "argsort",
+     "cumsum", "prod", "diff", "histogram", "corrcoef", "cov", "save", "savetxt", "savez",
+     "count_nonzero", "any", "all", "round", "around", "clip", "polyfit", "shape", "ndim",
+     "size", "linalg.norm"}
+)  # fmt: skip
 
 
 def shared_memory(node: ast.Call, facts: PortFacts) -> str:
@@ -140,9 +158,26 @@ def _reads(use: ast.expr, facts: PortFacts) -> bool:
         return up.attr not in _VIEWS or _reads(up, facts)
     if isinstance(up, ast.BinOp | ast.Compare | ast.UnaryOp | ast.FormattedValue):
         return True
-    if isinstance(up, ast.Call) and use in up.args and isinstance(up.func, ast.Name):
-        return up.func.id in _READERS
+    if isinstance(up, ast.Call) and use in up.args:
+        if use is up.args[0] and facts.ctx.qualname(up.func) in SHARING and not up.keywords:
+            scope = facts.scope_of.get(id(up)) or facts.module  # another tensor over it:
+            return not _written(_bound(up, facts), scope, facts, up.lineno - 1)  # unwritten
+        return _reader(up, facts)
     return False
+
+
+def _reader(call: ast.Call, facts: PortFacts) -> bool:
+    """Whether ``call`` only reads the arrays it is handed: a builtin or a library function
+    known not to write them (``_READERS``, numpy's ``_NUMPY_READERS`` with no ``out=``,
+    matplotlib's pyplot, which never writes its data); a call of unknown code may write."""
+    name = facts.ctx.qualname(call.func) or (
+        call.func.id if isinstance(call.func, ast.Name) else ""
+    )
+    if any(k.arg in ("out", "copy", None) for k in call.keywords):
+        return False  # `np.clip(a, 0, 1, out=a)`, `np.array(a, copy=False)`, `**k`
+    if name.startswith("numpy."):
+        return name[6:] in _NUMPY_READERS
+    return name in _READERS or name.startswith("matplotlib.pyplot.")
 
 
 def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> bool:

@@ -59,6 +59,7 @@ from torchport.check.port._calls import (
     host_result,
     is_move,
 )
+from torchport.check.port._lambdas import handed
 from torchport.check.port._plain_numbers import plain_number
 from torchport.check.port._reaching import Reaching
 from torchport.check.port._shared_memory import SHARING
@@ -195,6 +196,9 @@ class _Closure:
                 continue
             done.add(id(expr))
             kind, more, others = self._use(expr, scope)
+            others = [
+                handed(o, self.ctx.scopes, self.parents) for o in others
+            ]  # `t` of `(lambda t: ...)(y)`: `y`
             operands.extend(others)
             host = host or any(_read_back(o) for o in others)  # `torch.allclose(y, t.cpu())`
             work.extend(more)
@@ -353,6 +357,9 @@ class _Closure:
         if isinstance(up, ast.For | ast.comprehension) and up.iter is expr:
             return self._bound([up.target], scope)  # its items (or rows), bound to the target
         if isinstance(up, ast.Lambda):
+            call = self.parents.get(id(up))
+            if isinstance(call, ast.Call) and call.func is up and up.body is expr:
+                return "pass", [call], []  # `(lambda t: ...)(y)`: its value is the call's
             return "escape: returned by a lambda", [], []
         if isinstance(
             up, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.For | ast.comprehension
