@@ -1,5 +1,7 @@
 """CUDA-or-CPU choices where those two are all the devices the program can use, for TP109.
 
+* A choice whose every use is another library's device (``_foreign_devices``: CTranslate2,
+  ONNX Runtime, ...): not torch's.
 * A module that imports Horovod (``_cuda_choice.serves_horovod``): its collectives take CPU
   or CUDA tensors only.
 * A choice whose device places models or tensors that the same module shares with worker
@@ -36,7 +38,11 @@ __all__ = ["only_cpu_or_cuda"]
 
 def only_cpu_or_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     """Whether the choice at ``node`` picks between all the devices the module can use."""
-    return serves_horovod(ctx) or _shares_with_workers(node, ctx)
+    if serves_horovod(ctx) or _shares_with_workers(node, ctx):
+        return True
+    from torchport.check.rules._foreign_devices import only_foreign_uses  # on first use
+
+    return isinstance(node, ast.IfExp) and only_foreign_uses(node, ctx)
 
 
 _SHARE = frozenset({"share_memory", "share_memory_"})

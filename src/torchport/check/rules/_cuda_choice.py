@@ -206,7 +206,8 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     whose flag is bound once to a test saying CUDA (``_instance_flags``), and CUDA made under
     ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test code of a
     CUDA-only kernel (``_cuda_kernels.tests_a_kernel``), and a CUDA runtime probe's own tensor
-    (``_cuda_probes``).
+    (``_cuda_probes``), and a device whose every use is another library's
+    (``_foreign_devices``: faster-whisper's CTranslate2 engine).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
@@ -217,7 +218,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 
         if option_never_read(node, ctx):
             return True  # the option's value reaches only parameters no code reads
-    if _unread_global(node, ctx):
+    if _unread_global(node, ctx) or _only_foreign_uses(node, ctx):
         return True
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
@@ -237,6 +238,13 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _only_foreign_uses(node: ast.AST, ctx: Context) -> bool:
+    """Every use of the device at ``node`` is another library's (``_foreign_devices``)."""
+    from torchport.check.rules._foreign_devices import only_foreign_uses  # on first use
+
+    return only_foreign_uses(node, ctx)
 
 
 def _probes_cuda(node: ast.AST, ctx: Context) -> bool:

@@ -1,0 +1,233 @@
+"""A device string whose every use is another library's device, never torch's (TP101, TP109).
+
+Issue 34 item 5 (held-out sample AI: 20 of its 41 rows not real were faster-whisper's
+CTranslate2 device, CPU or CUDA only). The invariant, as for a fix: **a device string whose
+every use goes to a library that is not torch is not a torch device**, so choosing torch's
+accelerator for it is no advice; TP101 and TP109 leave it alone. Any doubt keeps the finding.
+
+The value is followed within its file from where it is written:
+
+* a plain name it is bound to (``device = "cuda"``, ``device = "cuda" if ok else "cpu"``):
+  every read of the name in the function binding it (nested code included), or, bound at the
+  module's top, in the whole file, with no other text file of its repository naming it as a
+  word (``rules/_project_calls.repository_texts``; no repository found: kept);
+* a command-line option's default (``p.add_argument("--device", default="cuda")``): every
+  read of ``args.device`` where ``args = p.parse_args()``, on ``rules/_unread_options``'s
+  terms (the parser kept in one function, every namespace a plain name read only as
+  ``args.attr``, no ``parse_known_args``/``__dict__``/``Namespace`` spelled in the file);
+* an argument of a function the module defines once at its top, named nowhere but as a
+  callee and undecorated (by keyword, or by position with no ``*args`` before it; not into
+  ``*args``/``**kwargs``): every read of that parameter in the function, three calls deep.
+
+Each read must be **another library's** (an argument of a call whose callee resolves through
+the file's imports into :data:`NOT_TORCH`) or **idle** (an operand of a comparison, or an
+argument of ``print`` or a logging call, alone or in an f-string), and one at least another
+library's. Anything else keeps the finding: a torch call, a call of anything else (a class of
+the project, an unknown callee), a return, an attribute store (``self.device = device``), an
+alias (``d = device``), a container, an f-string used otherwise, a ``global``/``nonlocal`` of
+the name, a file calling ``eval``/``exec``/``globals``/``locals``/``vars``. Not followed, so
+kept: class fields and attributes, values crossing into another module (a project's config
+class passing ``config.device`` on), a user class's own ``.to(str)``.
+
+:data:`NOT_TORCH` holds libraries whose device parameters name their own devices: CTranslate2
+and faster-whisper (``"cpu"``, ``"cuda"``, ``"auto"``), ONNX Runtime, TensorFlow, JAX, CuPy,
+Numba, XGBoost, LightGBM. Keras is not listed (Keras 3 may run on torch).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from torchport.check._context import Context
+from torchport.check._match import cuda_choice, method_name
+from torchport.check.rules._unread_options import (
+    _destination,
+    _kept_in,
+    _module_functions,
+    _namespaces,
+)
+
+__all__ = ["NOT_TORCH", "only_foreign_uses"]
+
+NOT_TORCH = frozenset(
+    {"ctranslate2", "faster_whisper", "onnxruntime", "tensorflow", "jax", "jaxlib", "cupy",
+     "cupyx", "numba", "xgboost", "lightgbm"}
+)  # fmt: skip
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+_INTROSPECTION = ("eval(", "exec(", "globals(", "locals(", "vars(")
+_LOGS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+_DEPTH = 3
+# spelled anywhere: a namespace read otherwise than `args.attr` of `args = p.parse_args()`
+# (a `getattr(args, ...)`, `vars(args)` hand the name on, which keeps the finding anyway)
+_OTHER_NAMESPACES = ("parse_known_args", "parse_intermixed_args", "__dict__", "Namespace")
+_FOREIGN, _IDLE, _KEPT = "foreign", "idle", "kept"
+
+
+def only_foreign_uses(node: ast.AST, ctx: Context) -> bool:
+    """Whether the device value at ``node`` (an assignment or annotated one to a plain name,
+    a conditional bound to one, an ``add_argument`` option, a call of a module function
+    given it) reaches only other libraries (the module docstring)."""
+    source = ctx.source
+    if not any(m in source for m in NOT_TORCH) or any(w in source for w in _INTROSPECTION):
+        return False  # a cheap look first: no such library named
+    flow = _Flow(ctx)
+    if isinstance(node, ast.IfExp):
+        parent = ctx.parent
+        if isinstance(parent, ast.keyword):
+            call = ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None
+            return isinstance(call, ast.Call) and flow.given(call, node, 0) == _FOREIGN
+        if not isinstance(parent, ast.Assign):
+            return False
+        node = parent
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            return False
+        scope = next((a for a in reversed(ctx.ancestors) if isinstance(a, _SCOPES)), None)
+        if isinstance(scope, ast.ClassDef):
+            return False  # a class field
+        return flow.name(targets[0].id, scope, 0) == _FOREIGN
+    if isinstance(node, ast.Call):
+        if method_name(node) == "add_argument":
+            return flow.option(node, 0) == _FOREIGN
+        given = [*node.args, *(k.value for k in node.keywords)]
+        kinds = [flow.given(node, g, 0) for g in given if cuda_choice(g, ctx) is not None]
+        return _joined(kinds) == _FOREIGN  # each CUDA value given
+    return False
+
+
+class _Flow:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        tree = ctx.tree
+        self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        self.functions = _module_functions(tree)
+
+    def name(self, name: str, holder: ast.AST | None, depth: int) -> str:
+        """Every read of ``name`` in ``holder`` (None: the module, and no other file)."""
+        scope = holder if holder is not None else self.ctx.tree
+        for n in ast.walk(scope):
+            if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+                return _KEPT
+        if holder is None and not self._file_alone(name):
+            return _KEPT
+        reads = [
+            n
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        return _joined(self.read(r, depth) for r in reads)
+
+    def option(self, call: ast.Call, depth: int) -> str:
+        """Every read of the option's ``args.<dest>``."""
+        dest = _destination(call)
+        parser = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if dest is None or not isinstance(parser, ast.Name):
+            return _KEPT
+        if any(w in self.ctx.source for w in _OTHER_NAMESPACES):
+            return _KEPT
+        holder = self.parents.get(id(call))
+        while holder is not None and not isinstance(holder, _FUNCTIONS):
+            holder = self.parents.get(id(holder))
+        if holder is None or not _kept_in(parser.id, holder):
+            return _KEPT
+        namespaces = _namespaces(self.ctx.tree)
+        if not namespaces:
+            return _KEPT
+        reads: list[ast.expr] = []
+        for n in ast.walk(self.ctx.tree):
+            if not isinstance(n, ast.Name) or n.id not in namespaces:
+                continue
+            if isinstance(n.ctx, ast.Store) and id(n) in namespaces[n.id]:
+                continue
+            use = self.parents.get(id(n))
+            if not isinstance(use, ast.Attribute) or use.value is not n:
+                return _KEPT  # the namespace handed on
+            if use.attr == dest:
+                if not isinstance(use.ctx, ast.Load):
+                    return _KEPT
+                reads.append(use)
+        return _joined(self.read(r, depth) for r in reads)
+
+    def read(self, expr: ast.expr, depth: int) -> str:
+        """Where one read of the value goes."""
+        parent = self.parents.get(id(expr))
+        if isinstance(parent, ast.Compare):
+            return _IDLE
+        if isinstance(parent, ast.FormattedValue):
+            text = self.parents.get(id(parent))
+            if not isinstance(text, ast.JoinedStr):
+                return _KEPT
+            call = self.parents.get(id(text))
+            return _IDLE if isinstance(call, ast.Call) and self._says(call, text) else _KEPT
+        if isinstance(parent, ast.keyword):
+            parent = self.parents.get(id(parent))
+        if isinstance(parent, ast.Call) and parent.func is not expr:
+            return self.given(parent, expr, depth)
+        return _KEPT
+
+    def given(self, call: ast.Call, value: ast.expr, depth: int) -> str:
+        """Where ``value``, an argument of ``call``, goes."""
+        name = self.ctx.qualname(call.func)
+        if name is not None and name.partition(".")[0] in NOT_TORCH:
+            return _FOREIGN
+        if self._says(call, value):
+            return _IDLE
+        add = method_name(call) == "add_argument"
+        if add and any(k.arg == "default" and k.value is value for k in call.keywords):
+            return self.option(call, depth + 1) if depth < _DEPTH else _KEPT
+        func = self.functions.get(getattr(call.func, "id", ""))
+        if func is None or func.decorator_list or depth >= _DEPTH:
+            return _KEPT
+        param = _parameter(func, call, value)
+        return _KEPT if param is None else self.name(param, func, depth + 1)
+
+    def _says(self, call: ast.Call, value: ast.AST) -> bool:
+        """``print(value)``, ``logger.info(value)``: the value only shown."""
+        if value not in call.args:
+            return False
+        if isinstance(call.func, ast.Name):
+            return call.func.id == "print" and "print" not in self.functions
+        return isinstance(call.func, ast.Attribute) and call.func.attr in _LOGS
+
+    def _file_alone(self, name: str) -> bool:
+        """No other text file of the repository names ``name`` as a word."""
+        from torchport.check.rules._project_calls import (  # on first use
+            file_in_repository,
+            repository_texts,
+            whole_word,
+        )
+
+        found = file_in_repository(self.ctx.path)
+        texts = repository_texts(found[0]) if found is not None else None
+        if found is None or texts is None:
+            return False
+        word = whole_word(name)
+        return not any(path != found[1] and word.search(data) for path, data in texts)
+
+
+def _parameter(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, value: ast.AST
+) -> str | None:
+    """The parameter of ``func`` that ``value`` (an argument of ``call``) is given to."""
+    for kw in call.keywords:
+        if kw.value is value:
+            names = {p.arg for p in (*func.args.args, *func.args.kwonlyargs)}
+            return kw.arg if kw.arg in names else None
+    if value not in call.args:
+        return None
+    position = call.args.index(value)
+    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+        return None
+    positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)]
+    return positional[position] if position < len(positional) else None
+
+
+def _joined(kinds: Iterable[str]) -> str:
+    """Another library's when every read is that or idle and one is that; else kept."""
+    seen = set(kinds)
+    if _KEPT in seen:
+        return _KEPT
+    return _FOREIGN if _FOREIGN in seen else (_IDLE if seen else _KEPT)
