@@ -5,8 +5,9 @@ Generated programs: one CUDA value (a local, a CUDA-or-CPU choice, a module cons
 command-line option's default, an argument of a module function), then its uses, each drawn
 from a list where the callee's module is known by construction: another library's device
 parameter (CTranslate2, faster-whisper, XGBoost, TensorFlow, JAX), torch's, a print or a log,
-a comparison, a module function forwarding it to one of those, a return, an attribute store,
-an unknown callee. Oracle (by hand, from the draw alone): the value is left alone when every
+a comparison, a function of the module or of another module of the project (``helpers.py``,
+written beside it) forwarding it to one of those, an attribute store, a project class, an
+f-string used otherwise. Oracle (by hand, from the draw alone): the value is left alone when every
 use is another library's or idle (shown, compared) and one at least another library's; else
 reported, as is a module constant another file of the repository names. (A CUDA-or-CPU
 choice only shown was left before: TP109's ``_idle_choices``.)
@@ -31,6 +32,9 @@ USES = [
     ("tensorflow.device({d})", "foreign"),
     ("jax.devices({d})", "foreign"),
     ("to_engine({d})", "foreign"),  # a module function handing it to CTranslate2
+    ("engine_in(1, device={d})", "foreign"),  # another module's function: to faster-whisper
+    ("tensor_in(1, {d})", "kept"),  # another module's function: to torch
+    ("shown_in({d})", "idle"),  # another module's function: only logs it
     ('print(f"device: {{{d}}}")', "shown"),
     ('logger.info("device %s", {d})', "shown"),
     ('half = {d} == "cuda"', "idle"),
@@ -44,10 +48,18 @@ USES = [
 ]
 HEAD = (
     "import logging\n\nimport ctranslate2\nimport jax\nimport tensorflow\nimport torch\n"
-    "import xgboost\nfrom faster_whisper import WhisperModel\n\nlogger = logging.getLogger()\n"
+    "import xgboost\nfrom faster_whisper import WhisperModel\n"
+    "from helpers import engine_in, shown_in, tensor_in\n\nlogger = logging.getLogger()\n"
     "net = torch.nn.Linear(2, 2)\n\n\n"
     'def to_engine(device):\n    return ctranslate2.Generator("m", device=device)\n\n\n'
     "def to_tensor(device):\n    return torch.ones(1).to(device)\n\n\n"
+)
+HELPERS = (  # the project's other module, beside the program
+    "import logging\n\nimport faster_whisper\nimport torch\n\nlog = logging.getLogger()\n\n\n"
+    'def engine_in(size, device):\n    log.info("engine on %s", device)\n'
+    "    return faster_whisper.WhisperModel(size, device=device)\n\n\n"
+    "def tensor_in(size, device):\n    return torch.zeros(size, device=device)\n\n\n"
+    "def shown_in(device):\n    print(device)\n"
 )
 CHOICE = '"cuda" if torch.cuda.is_available() else "cpu"'
 
@@ -98,6 +110,8 @@ def test_a_device_only_another_library_uses_is_left_alone(
         path = os.path.join(top, "run.py")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(source)
+        with open(os.path.join(top, "helpers.py"), "w", encoding="utf-8") as handle:
+            handle.write(HELPERS)
         if named_elsewhere:
             with open(os.path.join(top, "other.py"), "w", encoding="utf-8") as handle:
                 handle.write("from run import DEVICE, main\n")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._match import cuda_choice, method_name
@@ -55,8 +56,10 @@ NOT_TORCH = frozenset(
      "cupyx", "numba", "xgboost", "lightgbm"}
 )  # fmt: skip
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
 _INTROSPECTION = ("eval(", "exec(", "globals(", "locals(", "vars(")
+_INTROSPECTED = frozenset({"eval", "exec", "globals", "locals", "vars"})
 _LOGS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 _DEPTH = 3
 # spelled anywhere: a namespace read otherwise than `args.attr` of `args = p.parse_args()`
@@ -99,15 +102,36 @@ def only_foreign_uses(node: ast.AST, ctx: Context) -> bool:
 
 
 class _Flow:
-    def __init__(self, ctx: Context) -> None:
+    """The reads of one file: the checked one (``names`` None: its ``ctx.qualname``), or a
+    project module a value was handed to (``names``: its imports, :func:`_imports`)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        tree: ast.Module | None = None,
+        path: str | None = None,
+        names: dict[str, str] | None = None,
+    ) -> None:
         self.ctx = ctx
-        tree = ctx.tree
+        self.tree = tree if tree is not None else ctx.tree
+        self.path = path if path is not None else ctx.path
+        self.names = names
+        tree = self.tree
         self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         self.functions = _module_functions(tree)
 
+    def qualname(self, expr: ast.expr) -> str | None:
+        """What ``expr`` names through the file's imports (None: not an import's)."""
+        if self.names is None:
+            return self.ctx.qualname(expr)
+        if isinstance(expr, ast.Attribute):
+            outer = self.qualname(expr.value)
+            return None if outer is None else f"{outer}.{expr.attr}"
+        return self.names.get(expr.id) if isinstance(expr, ast.Name) else None
+
     def name(self, name: str, holder: ast.AST | None, depth: int) -> str:
         """Every read of ``name`` in ``holder`` (None: the module, and no other file)."""
-        scope = holder if holder is not None else self.ctx.tree
+        scope = holder if holder is not None else self.tree
         for n in ast.walk(scope):
             if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
                 return _KEPT
@@ -126,8 +150,8 @@ class _Flow:
         parser = call.func.value if isinstance(call.func, ast.Attribute) else None
         if dest is None or not isinstance(parser, ast.Name):
             return _KEPT
-        if any(w in self.ctx.source for w in _OTHER_NAMESPACES):
-            return _KEPT
+        if self.names is not None or any(w in self.ctx.source for w in _OTHER_NAMESPACES):
+            return _KEPT  # (an option only in the checked file)
         holder = self.parents.get(id(call))
         while holder is not None and not isinstance(holder, _FUNCTIONS):
             holder = self.parents.get(id(holder))
@@ -170,7 +194,7 @@ class _Flow:
 
     def given(self, call: ast.Call, value: ast.expr, depth: int) -> str:
         """Where ``value``, an argument of ``call``, goes."""
-        name = self.ctx.qualname(call.func)
+        name = self.qualname(call.func)
         if name is not None and name.partition(".")[0] in NOT_TORCH:
             return _FOREIGN
         if self._says(call, value):
@@ -178,11 +202,35 @@ class _Flow:
         add = method_name(call) == "add_argument"
         if add and any(k.arg == "default" and k.value is value for k in call.keywords):
             return self.option(call, depth + 1) if depth < _DEPTH else _KEPT
-        func = self.functions.get(getattr(call.func, "id", ""))
-        if func is None or func.decorator_list or depth >= _DEPTH:
+        if depth >= _DEPTH or not isinstance(call.func, ast.Name):
+            return _KEPT
+        flow: _Flow | None = self
+        func = self.functions.get(call.func.id)
+        if func is None:
+            flow, func = self._imported(call.func.id)
+        if flow is None or func is None or func.decorator_list:
             return _KEPT
         param = _parameter(func, call, value)
-        return _KEPT if param is None else self.name(param, func, depth + 1)
+        return _KEPT if param is None else flow.name(param, func, depth + 1)
+
+    def _imported(self, name: str) -> tuple[_Flow | None, _Function | None]:
+        """The function ``name`` is, where the file binds it only by one module-level
+        ``from <project module> import f`` and that module defines ``f`` once at its top,
+        naming it nowhere but as a callee, with the module's own flow."""
+        from torchport.check.port._module_files import find_module, parse_file  # on first use
+
+        binding = _only_import(self.tree, name)
+        if binding is None:
+            return None, None
+        stmt, original = binding
+        found = find_module(Path(self.path), stmt.module, stmt.level)
+        tree = parse_file(found) if found is not None and found.suffix == ".py" else None
+        if found is None or tree is None or _introspects(tree):
+            return None, None
+        func = _module_functions(tree).get(original)
+        if func is None:
+            return None, None
+        return _Flow(self.ctx, tree, str(found), _imports(tree)), func
 
     def _says(self, call: ast.Call, value: ast.AST) -> bool:
         """``print(value)``, ``logger.info(value)``: the value only shown."""
@@ -200,7 +248,7 @@ class _Flow:
             whole_word,
         )
 
-        found = file_in_repository(self.ctx.path)
+        found = file_in_repository(self.path)
         texts = repository_texts(found[0]) if found is not None else None
         if found is None or texts is None:
             return False
@@ -231,3 +279,65 @@ def _joined(kinds: Iterable[str]) -> str:
     if _KEPT in seen:
         return _KEPT
     return _FOREIGN if _FOREIGN in seen else (_IDLE if seen else _KEPT)
+
+
+def _only_import(tree: ast.Module, name: str) -> tuple[ast.ImportFrom, str] | None:
+    """``(from M import x as name, x)`` where that module-level statement is the file's only
+    binding of ``name`` (no other import, definition, assignment, parameter, ``del``)."""
+    found: list[tuple[ast.ImportFrom, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                if bound != name:
+                    continue
+                if not isinstance(node, ast.ImportFrom) or node not in tree.body:
+                    return None
+                found.append((node, alias.name))
+        elif name in _bound_by(node):
+            return None  # bound otherwise too
+    return found[0] if len(found) == 1 else None
+
+
+def _bound_by(node: ast.AST) -> tuple[str, ...]:
+    """The names ``node`` binds but by an import (a definition, a store, a parameter,
+    a ``global``/``nonlocal``)."""
+    if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
+        return (node.name,)
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return (node.id,)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return tuple(node.names)
+    return ()
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """What each name a module binds only by imports stands for (``import a.b as c``: ``c``
+    is ``a.b``; ``from .m import f``: ``.m.f``, a project's); a name bound twice or also
+    otherwise (an assignment, a definition, a parameter) is left out."""
+    names: dict[str, str | None] = {}
+    others: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                value = alias.name if alias.asname else bound
+                names[bound] = value if names.get(bound, value) == value else None
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                value = "." * node.level + f"{node.module or ''}.{alias.name}".lstrip(".")
+                names[bound] = value if names.get(bound, value) == value else None
+        else:
+            others.update(_bound_by(node))
+    return {k: v for k, v in names.items() if v is not None and k not in others}
+
+
+def _introspects(tree: ast.Module) -> bool:
+    """The module calls ``eval``/``exec``/``globals``/``locals``/``vars``."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _INTROSPECTED
+        for n in ast.walk(tree)
+    )
