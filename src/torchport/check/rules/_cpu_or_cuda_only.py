@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.rules._cuda_choice import serves_horovod
+from torchport.check.rules._cuda_choice import NOT_TORCH, serves_horovod
 
 __all__ = ["only_cpu_or_cuda"]
 
@@ -40,9 +40,11 @@ def only_cpu_or_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     """Whether the choice at ``node`` picks between all the devices the module can use."""
     if serves_horovod(ctx) or _shares_with_workers(node, ctx):
         return True
+    if not isinstance(node, ast.IfExp) or not any(m in ctx.source for m in NOT_TORCH):
+        return False  # a cheap look first
     from torchport.check.rules._foreign_devices import only_foreign_uses  # on first use
 
-    return isinstance(node, ast.IfExp) and only_foreign_uses(node, ctx)
+    return only_foreign_uses(node, ctx, NOT_TORCH)
 
 
 _SHARE = frozenset({"share_memory", "share_memory_"})

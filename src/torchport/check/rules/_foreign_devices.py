@@ -5,7 +5,7 @@ CTranslate2 device, CPU or CUDA only). The invariant, as for a fix: **a device s
 every use goes to a library that is not torch is not a torch device**, so choosing torch's
 accelerator for it is no advice; TP101 and TP109 leave it alone. Any doubt keeps the finding.
 
-The value is followed within its file from where it is written:
+The value is followed from where it is written, in its file and the project's modules:
 
 * a plain name it is bound to (``device = "cuda"``, ``device = "cuda" if ok else "cpu"``):
   every read of the name in the function binding it (nested code included), or, bound at the
@@ -17,21 +17,29 @@ The value is followed within its file from where it is written:
   ``args.attr``, no ``parse_known_args``/``__dict__``/``Namespace`` spelled in the file);
 * an argument of a function the module defines once at its top, named nowhere but as a
   callee and undecorated (by keyword, or by position with no ``*args`` before it; not into
-  ``*args``/``**kwargs``): every read of that parameter in the function, three calls deep.
+  ``*args``/``**kwargs``): every read of that parameter in the function, three calls deep;
+  the same for a function of another module of the project, where the file binds its name
+  only by one module-level ``from M import f``, ``M`` is found as Python finds it
+  (``port/_module_files.find_module``) and defines ``f`` so, and calls no ``eval``/``exec``/
+  ``globals``/``locals``/``vars``; its reads are resolved through its own imports (a name
+  bound only by imports).
 
 Each read must be **another library's** (an argument of a call whose callee resolves through
-the file's imports into :data:`NOT_TORCH`) or **idle** (an operand of a comparison, or an
-argument of ``print`` or a logging call, alone or in an f-string), and one at least another
-library's. Anything else keeps the finding: a torch call, a call of anything else (a class of
-the project, an unknown callee), a return, an attribute store (``self.device = device``), an
-alias (``d = device``), a container, an f-string used otherwise, a ``global``/``nonlocal`` of
-the name, a file calling ``eval``/``exec``/``globals``/``locals``/``vars``. Not followed, so
-kept: class fields and attributes, values crossing into another module (a project's config
-class passing ``config.device`` on), a user class's own ``.to(str)``.
+the file's imports into ``libraries``, ``_cuda_choice.NOT_TORCH``) or **idle** (an operand of
+a comparison, or an argument of ``print`` or of a method named as a logging call's, alone or
+in an f-string), and one at least another library's. Anything else keeps the finding: a torch
+call, a call of anything else (a class of the project, an unknown callee), a return, an
+attribute store (``self.device = device``), an alias (``d = device``), a container, an
+f-string used otherwise, a ``global``/``nonlocal`` of the name, a file calling
+``eval``/``exec``/``globals``/``locals``/``vars``. Not followed, so kept: class fields and
+attributes (a project's config class passing ``config.device`` on: slower-whisper's
+``TranscriptionConfig``), a module reached as ``mod.f`` or re-exported by a package, a
+user class's own ``.to(str)``.
 
-:data:`NOT_TORCH` holds libraries whose device parameters name their own devices: CTranslate2
-and faster-whisper (``"cpu"``, ``"cuda"``, ``"auto"``), ONNX Runtime, TensorFlow, JAX, CuPy,
-Numba, XGBoost, LightGBM. Keras is not listed (Keras 3 may run on torch).
+``_cuda_choice.NOT_TORCH`` holds libraries whose device parameters name their own devices:
+CTranslate2 and faster-whisper (``"cpu"``, ``"cuda"``, ``"auto"``), XGBoost, LightGBM (the
+``device=`` keyword's list, ``OWN_DEVICE_LIBRARIES``), ONNX Runtime, TensorFlow, JAX, CuPy,
+Numba. Keras is not listed (Keras 3 may run on torch).
 """
 
 from __future__ import annotations
@@ -49,12 +57,8 @@ from torchport.check.rules._unread_options import (
     _namespaces,
 )
 
-__all__ = ["NOT_TORCH", "only_foreign_uses"]
+__all__ = ["only_foreign_uses"]
 
-NOT_TORCH = frozenset(
-    {"ctranslate2", "faster_whisper", "onnxruntime", "tensorflow", "jax", "jaxlib", "cupy",
-     "cupyx", "numba", "xgboost", "lightgbm"}
-)  # fmt: skip
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
@@ -68,14 +72,13 @@ _OTHER_NAMESPACES = ("parse_known_args", "parse_intermixed_args", "__dict__", "N
 _FOREIGN, _IDLE, _KEPT = "foreign", "idle", "kept"
 
 
-def only_foreign_uses(node: ast.AST, ctx: Context) -> bool:
+def only_foreign_uses(node: ast.AST, ctx: Context, libraries: frozenset[str]) -> bool:
     """Whether the device value at ``node`` (an assignment or annotated one to a plain name,
     a conditional bound to one, an ``add_argument`` option, a call of a module function
     given it) reaches only other libraries (the module docstring)."""
-    source = ctx.source
-    if not any(m in source for m in NOT_TORCH) or any(w in source for w in _INTROSPECTION):
-        return False  # a cheap look first: no such library named
-    flow = _Flow(ctx)
+    if any(w in ctx.source for w in _INTROSPECTION):
+        return False
+    flow = _Flow(ctx, libraries)
     if isinstance(node, ast.IfExp):
         parent = ctx.parent
         if isinstance(parent, ast.keyword):
@@ -108,11 +111,13 @@ class _Flow:
     def __init__(
         self,
         ctx: Context,
+        libraries: frozenset[str],
         tree: ast.Module | None = None,
         path: str | None = None,
         names: dict[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
+        self.libraries = libraries
         self.tree = tree if tree is not None else ctx.tree
         self.path = path if path is not None else ctx.path
         self.names = names
@@ -195,7 +200,7 @@ class _Flow:
     def given(self, call: ast.Call, value: ast.expr, depth: int) -> str:
         """Where ``value``, an argument of ``call``, goes."""
         name = self.qualname(call.func)
-        if name is not None and name.partition(".")[0] in NOT_TORCH:
+        if name is not None and name.partition(".")[0] in self.libraries:
             return _FOREIGN
         if self._says(call, value):
             return _IDLE
@@ -230,7 +235,7 @@ class _Flow:
         func = _module_functions(tree).get(original)
         if func is None:
             return None, None
-        return _Flow(self.ctx, tree, str(found), _imports(tree)), func
+        return _Flow(self.ctx, self.libraries, tree, str(found), _imports(tree)), func
 
     def _says(self, call: ast.Call, value: ast.AST) -> bool:
         """``print(value)``, ``logger.info(value)``: the value only shown."""
