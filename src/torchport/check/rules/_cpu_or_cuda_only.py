@@ -1,5 +1,7 @@
 """CUDA-or-CPU choices where those two are all the devices the program can use, for TP109.
 
+* A choice whose every use is another library's device (``_foreign_devices``: CTranslate2,
+  ONNX Runtime, ...): not torch's.
 * A module that imports Horovod (``_cuda_choice.serves_horovod``): its collectives take CPU
   or CUDA tensors only.
 * A choice whose device places models or tensors that the same module shares with worker
@@ -29,14 +31,20 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.rules._cuda_choice import serves_horovod
+from torchport.check.rules._cuda_choice import NOT_TORCH, serves_horovod
 
 __all__ = ["only_cpu_or_cuda"]
 
 
 def only_cpu_or_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     """Whether the choice at ``node`` picks between all the devices the module can use."""
-    return serves_horovod(ctx) or _shares_with_workers(node, ctx)
+    if serves_horovod(ctx) or _shares_with_workers(node, ctx):
+        return True
+    if not isinstance(node, ast.IfExp) or not any(m in ctx.source for m in NOT_TORCH):
+        return False  # a cheap look first
+    from torchport.check.rules._foreign_devices import only_foreign_uses  # on first use
+
+    return only_foreign_uses(node, ctx, NOT_TORCH)
 
 
 _SHARE = frozenset({"share_memory", "share_memory_"})

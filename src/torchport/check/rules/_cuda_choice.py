@@ -23,6 +23,7 @@ from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
 __all__ = [
+    "NOT_TORCH",
     "OWN_DEVICE_LIBRARIES",
     "chooses_cuda_or_the_cpu",
     "cuda_api",
@@ -206,7 +207,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     whose flag is bound once to a test saying CUDA (``_instance_flags``), and CUDA made under
     ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test code of a
     CUDA-only kernel (``_cuda_kernels.tests_a_kernel``), and a CUDA runtime probe's own tensor
-    (``_cuda_probes``).
+    (``_cuda_probes``), and a device only other libraries use (``_foreign_devices``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
@@ -217,7 +218,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 
         if option_never_read(node, ctx):
             return True  # the option's value reaches only parameters no code reads
-    if _unread_global(node, ctx):
+    if _unread_global(node, ctx) or _only_foreign_uses(node, ctx):
         return True
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
@@ -237,6 +238,15 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _only_foreign_uses(node: ast.AST, ctx: Context) -> bool:
+    """Every use of the device at ``node`` is another library's (``_foreign_devices``)."""
+    if not any(library in ctx.source for library in NOT_TORCH):
+        return False  # a cheap look first: none of them named
+    from torchport.check.rules._foreign_devices import only_foreign_uses  # on first use
+
+    return only_foreign_uses(node, ctx, NOT_TORCH)
 
 
 def _probes_cuda(node: ast.AST, ctx: Context) -> bool:
@@ -472,6 +482,8 @@ def moves_nothing(node: ast.Call, ctx: Context) -> bool:
 # timm, ultralytics, whisper, ...) are not listed: their ``device=`` stays reported. CatBoost
 # (``task_type="GPU"``, ``devices="0:1"``) has no ``device`` keyword, so nothing to list.
 OWN_DEVICE_LIBRARIES = frozenset({"xgboost", "lightgbm", "ctranslate2", "faster_whisper"})
+# where a device value's every use may go, for ``rules/_foreign_devices.py`` (its docstring)
+NOT_TORCH = OWN_DEVICE_LIBRARIES | {"onnxruntime", "tensorflow", "jax", "jaxlib", "cupy", "numba"}
 
 
 def foreign_device(value: ast.AST, ctx: Context, call: ast.Call | None = None) -> bool:
