@@ -36,16 +36,17 @@ class HardCodedCuda(Rule):
     arm of a conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not the old-torch
     fallback of `torch.accelerator`'s answer). Left alone: a CUDA device compared (`dev ==
     torch.device("cuda")`, a test), CUDA a test sets up on purpose inside `with pytest.warns(...)`
-    (or `assertWarns`, `assertLogs`: `model.device = torch.device("cuda")` to trigger a GPU warning)
-    or `with FakeTensorMode()`, test code whose subject is CUDA (named, marked or skipped for it or
-    its GPU architecture, asserting it first, naming two GPUs, starting NCCL, testing a GPU-only
-    kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`), a default every call of the function
-    passes (its repository's, `rules/_passed_defaults.py`) or no code reads (or rebinds first), a
-    CUDA probe's own tensor, benchmark code (a `bm_*` file or function, a timing closure or
-    program), a class's own `cuda()` method, and code in the arm of a device check where CUDA is
-    there (`if device.type == "cuda":`, any case, `if torch.cuda.is_available():`, `if s == "cuda":`
-    in a function testing `s == "mps"`; not `if x.device != cuda: x.cuda()`): ported, or TP109's
-    choice, except a move in code that carries its device (`self.device`).
+    (or `assertWarns`, `assertLogs`: a CUDA device set to trigger a GPU warning) or `with
+    FakeTensorMode()`, test code whose subject is CUDA (named, marked or skipped for it or its GPU
+    architecture, asserting it first, naming two GPUs, starting NCCL, testing a GPU-only kernel:
+    `rules/_test_code.py`, `rules/_cuda_kernels.py`), a default every call of the function passes
+    (its repository's, `rules/_passed_defaults.py`) or no code reads (or rebinds first), a CUDA
+    probe's own tensor, benchmark code (a `bm_*` file or function, a timing closure or program), a
+    class's own `cuda()` method, a string whose every use is another library's device (CTranslate2,
+    ONNX Runtime, JAX: `rules/_foreign_devices.py`), and code in the arm of a device check where
+    CUDA is there (`if device.type == "cuda":`, any case, `if torch.cuda.is_available():`, `if s ==
+    "cuda":` in a function testing `s == "mps"`; not `if x.device != cuda: x.cuda()`): ported, or
+    TP109's choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an Apple (MPS), Intel
@@ -57,9 +58,8 @@ class HardCodedCuda(Rule):
     data follows it), else defines `device` once after the imports: safe for `.cuda()`,
     `"cuda"`, `torch.device("cuda")`; unsafe for an index (`.cuda(0)`), which it drops. By hand:
     an index in a variable (`.cuda(rank)`), a string default (`def f(device="cuda")`), a
-    conditional choice, a call not known to be torch's (a class of the file with its own
-    `.cuda()`), CUDA used to fail on purpose, and device values in a file that compares or
-    asserts them.
+    conditional choice, a call not known to be torch's (a file's class with its own `.cuda()`),
+    CUDA used to fail on purpose, device values in a file that compares or asserts them.
     """
 
     code = "TP101"
