@@ -22,6 +22,7 @@ from torchport.check._select import (
     CONTEXTS,
     CUDA_NAMING,
     LEFT_FORMS,
+    ONLY_FORMS,
     TEST,
     available_rules,
     fix_command,
@@ -79,6 +80,12 @@ def _default(rule: type[Rule]) -> str:
             "; a default run leaves out its CUDA defaults of parameters "
             '(`def f(device="cuda")`) and CUDA values of settings dicts (`{"device": "cuda"}`), '
             f"judged mostly not real, which `--extend-select {rule.code}` reports too"
+        )
+    if rule.default and rule.code in ONLY_FORMS:
+        where += (
+            "; a default run reports it only where the file loaded is a model's state: what "
+            "is loaded reaches `load_state_dict(...)`, the load maps no file (`mmap=`), and "
+            f"the module names a device; `--extend-select {rule.code}` reports every load"
         )
     if rule.default and (rule.code in CUDA_NAMING or rule.code in LEFT_FORMS):
         where += "; the summary of a default run counts what it leaves out there"

@@ -36,6 +36,7 @@ __all__ = [
     "HELD",
     "LEFT_FORMS",
     "NEEDS_CUDA",
+    "ONLY_FORMS",
     "TEST",
     "available_codes",
     "available_rules",
@@ -83,6 +84,7 @@ CUDA_NAMING = frozenset(
 # why a default run leaves a rule out at a node (left_out_why)
 OUT_OF_CONTEXT, NEVER_RUNS = "out of context", "never runs"
 NEEDS_CUDA, LOW_VALUE_FORM = "needs CUDA", "a form of low value"
+OUTSIDE_FORMS = "outside the forms a default run reports"
 HELD = (NEEDS_CUDA, LOW_VALUE_FORM)  # those whose findings a default run counts (its summary)
 
 
@@ -92,6 +94,27 @@ HELD = (NEEDS_CUDA, LOW_VALUE_FORM)  # those whose findings a default run counts
 # found at no held-out recall site (check/_default_scope.py, KEPT_ON's TP101 reason, states the
 # figures; benchmarks/RESULTS.md, branch a34ak).
 LEFT_FORMS: dict[str, tuple[type[ast.AST], ...]] = {"TP101": (ast.arguments, ast.Dict)}
+
+
+# Rules a default run reports in one form only (a run naming the rule reports every form), by
+# the module and function that tell it: TP301's loads of a model's saved state in code naming a
+# device (`rules/_model_state_loads`: judged 86 of 92 real, the rule's other loads 43 of 73;
+# benchmarks/RESULTS.md, branch r34al). Not counted in a run's summary: the rest was off before.
+ONLY_FORMS: dict[str, tuple[str, str]] = {
+    "TP301": ("torchport.check.rules._model_state_loads", "restores_model_state"),
+}
+_FORM_TESTS: dict[str, Callable[[ast.AST, Context], bool]] = {}
+
+
+def _in_only_form(code: str, ctx: Context, node: ast.AST) -> bool:
+    """Whether ``node`` is the form of rule ``code`` a default run reports (:data:`ONLY_FORMS`)."""
+    test = _FORM_TESTS.get(code)
+    if test is None:  # imported on first use: a rule's own module, off the start-up path
+        import importlib
+
+        module, name = ONLY_FORMS[code]
+        test = _FORM_TESTS[code] = getattr(importlib.import_module(module), name)
+    return test(node, ctx)
 
 
 def _left_form(code: str, ctx: Context, node: ast.AST) -> bool:
@@ -271,7 +294,8 @@ def fix_command(rule: type[Rule], *, some_safe: bool = False) -> str:
         return "no automatic fix"
     if rule.intent is Intent.PORT:
         return "`torchport port` applies it"  # the port applies its fixes, unsafe ones too
-    selected = "" if rule.default else f" --select {rule.code}"
+    # (a rule a default run reports in one form only: the run that names it fixes every form)
+    selected = "" if rule.default and rule.code not in ONLY_FORMS else f" --select {rule.code}"
     commands = [f"torchport fix{selected}"]
     if rule.intent is Intent.SPEED:
         commands = [f"torchport fix --speed{selected}", f"torchport fix --select {rule.code}"]
@@ -339,7 +363,8 @@ def left_out_why(
 
     :data:`OUT_OF_CONTEXT`: the node is in none of the rule's default contexts;
     :data:`LOW_VALUE_FORM`: it is a form of the rule a default run leaves out
-    (:data:`LEFT_FORMS`);
+    (:data:`LEFT_FORMS`); :data:`OUTSIDE_FORMS`: the rule is reported by a default run in
+    one form only (:data:`ONLY_FORMS`) and the node is not of it;
     :data:`NEVER_RUNS`: it is in a method a later ``def`` of its class replaces;
     :data:`NEEDS_CUDA`: the rule is of :data:`CUDA_NAMING` and the code there needs CUDA
     anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding it,
@@ -354,6 +379,8 @@ def left_out_why(
         return OUT_OF_CONTEXT
     if node is not None and rule.code in LEFT_FORMS and _left_form(rule.code, ctx, node):
         return LOW_VALUE_FORM
+    if node is not None and rule.code in ONLY_FORMS and not _in_only_form(rule.code, ctx, node):
+        return OUTSIDE_FORMS
     # (each module below is imported only where its file can hold what it looks for)
     if follow and node is not None and "class " in ctx.source and ctx.source.count("def ") > 1:
         from torchport.check.rules._shadowed_defs import in_a_shadowed_def  # on first use
@@ -391,7 +418,7 @@ def scoped_codes(
 
     Those on by the default selection alone (``select`` is None and no
     ``extend_select`` selector names them) whose default contexts are not all, or
-    that are of :data:`CUDA_NAMING` or :data:`LEFT_FORMS`.
+    that are of :data:`CUDA_NAMING`, :data:`LEFT_FORMS` or :data:`ONLY_FORMS`.
     """
     if select is not None:
         return ()
@@ -404,6 +431,7 @@ def scoped_codes(
                 rule.default_contexts != CONTEXTS
                 or rule.code in CUDA_NAMING
                 or rule.code in LEFT_FORMS
+                or rule.code in ONLY_FORMS
             )
             and not any(s == "ALL" or (s and rule.code.startswith(s)) for s in named)
         )

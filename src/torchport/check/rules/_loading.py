@@ -279,12 +279,16 @@ def _saved_here(node: ast.Call, text: str, ctx: Context) -> bool:
     return False
 
 
+_SAVES = frozenset({"torch.save", "torch.jit.save"})
+
+
 def _saves_to(call: ast.AST, path: str, ctx: Context) -> bool:
-    """Whether ``call`` is ``torch.save(obj, <path>)``, the path spelled as ``path``."""
+    """Whether ``call`` is ``torch.save(obj, <path>)`` (or ``torch.jit.save``, whose archive
+    ``torch.jit.load`` reads), the path spelled as ``path``."""
     return (
         isinstance(call, ast.Call)
         and len(call.args) >= 2
-        and ctx.qualname(call.func) == "torch.save"
+        and ctx.qualname(call.func) in _SAVES
         and ctx.segment(call.args[1]) == path
     )
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
+from torchport.check.rules._autograd_saved import saved_tensors
 from torchport.check.rules._module_tensors import in_a_module_method, tensor_annotation, zero_dim
 from torchport.check.rules._port import creators
 from torchport.check.rules._tensor_meetings import (
@@ -19,6 +20,7 @@ from torchport.check.rules._tensor_meetings import (
 )
 
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
+_HOST_READS = frozenset({"item", "tolist"})
 _HEAD = "import torch\n\n\ndef step(hessian: torch.Tensor, damping: float):\n"
 
 
@@ -40,6 +42,9 @@ class FactoryBesideTensorArguments(Rule):
     (`device=hessian.device`, or `torch.eye(n).to(hessian)`) keeps the function
     device-agnostic. Reported without a fix: which argument to follow is the
     author's choice.
+
+    The values a `torch.autograd.Function` unpacks from `ctx.saved_tensors` count as
+    tensor arguments too (`X, = ctx.saved_tensors` in `backward`).
 
     A method of an `nn.Module` is left to TP504 (its inputs and parameters decide
     there), a 0-dim tensor (`torch.tensor(2.0)`) mixes with any device, one made
@@ -69,15 +74,21 @@ class FactoryBesideTensorArguments(Rule):
     invalid = (
         Example(_HEAD + "    return hessian + damping * torch.eye(len(hessian))\n"),
         Example(_HEAD + "    c = torch.tensor([1.0, 2.0])\n    return torch.pow(hessian, c)\n"),
+        Example(
+            "import torch\n\n\nclass Sig(torch.autograd.Function):\n    @staticmethod\n"
+            "    def backward(ctx, grad):\n        x, k = ctx.saved_tensors\n"
+            "        return grad * (x + 1e-9 * torch.eye(x.shape[-1]))\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         args = node.args
         every = (*args.posonlyargs, *args.args, *args.kwonlyargs)
+        saved = saved_tensors(node, ctx)
         follows = {
             a.arg for a in every if a.annotation is not None and tensor_annotation(a.annotation)
-        }
+        } | saved
         if not follows:
             return
         if in_a_module_method(node, ctx):
@@ -117,7 +128,8 @@ class FactoryBesideTensorArguments(Rule):
                 host[target] = made
             else:
                 host.pop(target, None)
-                follows.discard(target)
+                if not (target in saved and "saved_" in ctx.segment(value)):
+                    follows.discard(target)  # (not `x = ctx.saved_tensors[0]`)
 
 
 def _refers(expr: ast.AST, names: set[str], ctx: Context) -> bool:
@@ -149,6 +161,8 @@ def _made(
         if isinstance(node, ast.Subscript):
             todo.append(node.value)  # CPU index tensors index a tensor anywhere
             continue
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in _HOST_READS:
+            continue  # `eps.sum().item()`: a Python number, on no device
         todo.extend(ast.iter_child_nodes(node))
         if isinstance(node, ast.Name) and node.id in host:
             found.extend(host[node.id])

@@ -15,11 +15,14 @@ from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._library_imports import uses_cuda_only_library
 
 _LOAD = frozenset({"load"})
+# a TorchScript archive restores its tensors where they were saved too (branch r34al)
+_MAPPABLE = LOADS | {"torch.jit.load"}
 
 
 class LoadWithoutMapLocation(Rule):
     """## What it does
-    Finds `torch.load(...)` calls that do not pass `map_location`.
+    Finds `torch.load(...)` and `torch.jit.load(...)` calls that do not pass
+    `map_location`.
 
     ## Why is this bad?
     Without `map_location`, tensors are restored to the device they were saved
@@ -57,7 +60,8 @@ class LoadWithoutMapLocation(Rule):
     code = "TP301"
     name = "load-without-map-location"
     intent = Intent.DEVICE
-    default = False  # under the 90% bar over samples A-Y: check/_default_scope.py
+    default = True  # one form only: _select.ONLY_FORMS (check/_default_scope.py's KEPT_ON)
+    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
     message = 'pass `map_location=device` (or `"cpu"`) so checkpoints load on any machine'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
@@ -106,6 +110,7 @@ class LoadWithoutMapLocation(Rule):
             'net.load_state_dict(torch.load(p, weights_only=True, map_location=device)["net"])\n',
         ),
         Example('import torch\n\nfeats = torch.load("f.pt", weights_only=True)\nsim = feats @ q\n'),
+        Example('import torch\n\nnet = torch.jit.load("net.pt")\nout = net(x)\n'),
         # The other path builds an object that stores a tensor: the load may restore it anywhere.
         Example(
             "import torch\n\n"
@@ -118,7 +123,7 @@ class LoadWithoutMapLocation(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if called(node, ctx, _LOAD) not in LOADS or len(node.args) > 1:
+        if called(node, ctx, _LOAD) not in _MAPPABLE or len(node.args) > 1:
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
@@ -161,7 +166,7 @@ def _maps(tree: ast.AST, ctx: Context) -> bool:
     return any(
         isinstance(sub, ast.Call)
         and keyword(sub, "map_location") is not None
-        and called(sub, ctx, _LOAD) in LOADS
+        and called(sub, ctx, _LOAD) in _MAPPABLE
         for sub in ast.walk(tree)
     )
 
