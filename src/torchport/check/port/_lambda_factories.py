@@ -3,9 +3,10 @@
 ``Net = lambda: _Net()`` then ``net = Net()``: the port moved the model inside the lambda
 (TP501) and left the input ``net`` meets on the CPU, "0 left", where a ``def Net():
 return _Net()`` was placed (k31ak). A lambda bound by a plain ``name = lambda ...: body``
-(one target), the file's only binding of ``name`` (no other assignment, ``def``, ``class``
-or import of it anywhere in the file: factories are known by name), is offered as a
-function returning ``body``; whether it builds a model is the factories' own question.
+(one target; or annotated, ``name: T = lambda ...: body``, b31al), the file's only binding
+of ``name`` (no other assignment, ``def``, ``class`` or import of it anywhere in the file:
+factories are known by name), is offered as a function returning ``body``; whether it
+builds a model is the factories' own question.
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ def lambda_factory_returns(facts: PortFacts) -> list[tuple[str, PortScope, list[
     found: list[tuple[str, PortScope, list[ast.expr]]] = []
     for lam in structure.lambdas:
         stmt = facts.parents.get(id(lam))
-        if not (
-            isinstance(stmt, ast.Assign)
-            and stmt.value is lam
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target: ast.expr = stmt.targets[0]
+        elif isinstance(stmt, ast.AnnAssign):  # `Net: Callable[[], nn.Module] = lambda: ...`
+            target = stmt.target
+        else:
             continue
-        name = stmt.targets[0].id
+        if stmt.value is not lam or not isinstance(target, ast.Name):
+            continue
+        name = target.id
         if defined.get(name) or name in facts.functions:
             continue
         everywhere = facts.ctx.scopes.scopes.values()  # (imports and other scopes' too)

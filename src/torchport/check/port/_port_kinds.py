@@ -119,16 +119,19 @@ def port_kinds(
 
 
 def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
-    """``name = lambda ...: body`` at module level, the module level's only binding of
-    ``name`` (``_lambda_factories``: offered as a factory returning ``body``)."""
-    found = {
-        stmt.targets[0].id: stmt.value
-        for stmt in tree.body
-        if isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-        and isinstance(stmt.value, ast.Lambda)
-    }
+    """``name = lambda ...: body`` (or ``name: T = lambda ...: body``) at module level, the
+    module level's only binding of ``name`` (``_lambda_factories``: offered as a factory
+    returning ``body``)."""
+    found: dict[str, ast.Lambda] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target: ast.expr = stmt.targets[0]
+        elif isinstance(stmt, ast.AnnAssign):
+            target = stmt.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and isinstance(stmt.value, ast.Lambda):
+            found[target.id] = stmt.value
     if not found:
         return found
     counts: dict[str, int] = {}

@@ -10,17 +10,17 @@ and says nothing (issue 31, k31ah's strict xfail). A dtype cast chained to the m
 
 The invariant (:func:`shared_memory`, asked by TP503 and by ``_placed.placed_by_the_port``, so
 that the value kinds agree): the port moves such a tensor only where no write can be seen
-through the sharing: the array's name is rebound by the statement that makes the tensor
-(``a = torch.from_numpy(a)``, ``s = torch.unsqueeze(torch.from_numpy(s), 0)``: the array has no
-other name there), or every other use of the
-array's name after it (and, for a module-level array, in any function that does not bind the
-name) is a read that makes a new value (an attribute, arithmetic, a comparison, ``len``,
-``print``, a copying method such as ``.copy()``/``.astype()``/``.sum()``, a library function
-known to read only: ``np.mean(a)``, ``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``,
-``out=a``, nor a call of unknown code, which may write; another sharing tensor of it that no
-name writes in place, as this one), and no name bound
-to the tensor is written in place. Otherwise TP503 reports it, with no fix. A call of the
-file's own function that returns such a tensor of its parameter (``def to_tensor(arr): return
+through the sharing: the array's name is rebound by the statement that makes the tensor (``a =
+torch.from_numpy(a)``, ``s = torch.unsqueeze(torch.from_numpy(s), 0)``: the array has no other
+name there), or every other use of the array's name after it (and, for a module-level array, in
+any function that does not bind the name) is a read that makes a new value (an attribute,
+arithmetic, a comparison, ``len``, ``print``, a copying method such as
+``.copy()``/``.astype()``/``.sum()``, a library function known to read only: ``np.mean(a)``,
+``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``, ``out=a``, nor a call of unknown
+code, which may write; another sharing tensor of it that no name writes in place, as this one),
+and no name bound to the tensor, or to a view of it (``u = t.view(-1)``, ``for row in t``;
+b31al), is written in place. Otherwise TP503 reports it, with no fix. A call of the file's own
+function that returns such a tensor of its parameter (``def to_tensor(arr): return
 torch.from_numpy(arr)``) shares the argument it is handed: asked as the maker is, of that
 argument (issue 31). Syntax only: an array another module holds, or a parameter's caller
 writes, is not followed.
@@ -180,9 +180,65 @@ def _reader(call: ast.Call, facts: PortFacts) -> bool:
     return name in _READERS or name.startswith("matplotlib.pyplot.")
 
 
+# Methods (and ``torch`` functions of the tensor) that may return a view of it, or the tensor
+# itself (a cast to its own dtype): a name bound to one shares the tensor's memory (b31al).
+_TENSOR_VIEWS = frozenset(
+    {"view", "view_as", "reshape", "reshape_as", "T", "mT", "H", "mH", "t", "transpose",
+     "permute", "unsqueeze", "squeeze", "narrow", "select", "expand", "expand_as", "flatten",
+     "unflatten", "unfold", "split", "chunk", "unbind", "tensor_split", "detach", "contiguous",
+     "as_strided", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "real", "imag",
+     "data", "numpy", "to", "type", "float", "double", "half", "int", "long", "cpu",
+     "view_as_real", "view_as_complex", "squeeze_", "unsqueeze_", "requires_grad_"}
+)  # fmt: skip
+
+
+def _view_root(value: ast.expr, facts: PortFacts) -> ast.expr:
+    """What ``value`` may be a view of: ``t`` of ``t[0]``, ``t.T``, ``t.view(-1)``,
+    ``torch.flatten(t)``; else ``value`` itself."""
+    while True:
+        if isinstance(value, ast.Subscript) or (
+            isinstance(value, ast.Attribute) and value.attr in _TENSOR_VIEWS
+        ):
+            value = value.value
+        elif isinstance(value, ast.Call) and isinstance(func := value.func, ast.Attribute):
+            if func.attr not in _TENSOR_VIEWS:
+                return value
+            torch_function = (facts.ctx.qualname(func) or "").startswith("torch.")
+            # `torch.flatten(t)`: its first argument; `t.view(-1)`: what it is called on
+            value = value.args[0] if torch_function and value.args else func.value
+        else:
+            return value
+
+
+def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> set[str]:
+    """``names`` and the names bound after line ``after`` to a view of one of them
+    (``u = t.view(-1)``, ``row = t[0]``, ``for row in t``), to a fixed point."""
+    names = set(names)
+    while True:
+        grown = set(names)
+        for node in scope.nodes:
+            if getattr(node, "lineno", 0) <= after:
+                continue
+            if isinstance(node, ast.Assign):
+                value, targets = node.value, node.targets
+            elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                value, targets = node.value, [node.target]
+            elif isinstance(node, ast.For | ast.comprehension):
+                value, targets = node.iter, [node.target]  # (its items are views)
+            else:
+                continue
+            root = _view_root(value, facts)
+            if isinstance(root, ast.Name) and root.id in names:
+                grown.update(n for t in targets for n in names_of(t))
+        if grown == names:
+            return names
+        names = grown
+
+
 def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> bool:
-    """Whether a name bound to the tensor is written in place after line ``after``
-    (``t[0] = 4``, ``t += 1``, ``t.add_(1)``)."""
+    """Whether a name bound to the tensor, or to a view of it, is written in place after line
+    ``after`` (``t[0] = 4``, ``t += 1``, ``t.add_(1)``, ``u = t.view(-1); u[0] = 4``)."""
+    names = _with_views(names, scope, facts, after) if names else names
     for node in scope.nodes:
         if getattr(node, "lineno", 0) <= after:
             continue
