@@ -28,7 +28,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchport.check import check_paths
+from torchport.check import check_paths, fix_paths
 from torchport.check._select import CUDA_NAMING, select_rules
 from torchport.cli import main
 
@@ -146,3 +146,20 @@ def test_statistics_count_what_the_table_leaves_out(tmp_path: Path, capsys) -> N
     assert rows[1].startswith("Not shown: a default run leaves out 1 finding") and len(rows) == 2
     assert main(["check", "--no-cache", "--statistics", "--format", "json", str(tmp_path)]) == 1
     assert [r["code"] for r in json.loads(capsys.readouterr().out)] == ["TP101"]
+
+
+def test_fix_never_says_0_left_alone_over_held_findings(tmp_path: Path, capsys) -> None:
+    """`fix` (and its dry run) count what a default run left out, as `check` does."""
+    (tmp_path / "a.py").write_text(_HEAD + "import flash_attn\nx = torch.zeros(2).cuda()\n")
+    (tmp_path / "b.py").write_text(_HEAD + "y = torch.zeros(2).cuda()\n")
+    note = "a default run leaves out 1 finding of rules naming CUDA (TP101) in 1 file"
+    for dry in (["--diff"], []):
+        assert main(["fix", *dry, str(tmp_path)]) == (1 if dry else 0)
+        out = capsys.readouterr()
+        assert f"No findings shown: {note}" in out.err + out.out
+        assert fix_paths([tmp_path], diff=bool(dry)).held == {str(tmp_path / "a.py"): {"TP101": 1}}
+    assert (
+        "cuda()" in (tmp_path / "a.py").read_text()
+        and ".cuda()" not in (tmp_path / "b.py").read_text()
+    )
+    assert fix_paths([tmp_path], extend_select=["TP101"], diff=True).held == {}

@@ -40,6 +40,7 @@ class FixOutcome:
     fixed: Counter[str]
     remaining: list[Finding]
     failures: list[RuleFailure] = field(default_factory=list)
+    held: dict[str, int] = field(default_factory=dict)  # of the last check: CheckOutcome.held
 
     def diff(self, original: str, path: str) -> str:
         """A unified diff from ``original`` to the fixed source (empty when nothing changed).
@@ -245,7 +246,7 @@ def fix_text(
             else check_tree(current, path, new_tree, ruleset, settings=settings)
         )
     failures.update(dict.fromkeys(outcome.failures))
-    return FixOutcome(current, fixed, outcome.findings, list(failures))
+    return FixOutcome(current, fixed, outcome.findings, list(failures), dict(outcome.held))
 
 
 def fix_source(

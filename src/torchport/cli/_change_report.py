@@ -56,8 +56,8 @@ def report_changes(
                 print(f"    {n} x {code} {name} ({safety} fix)", file=report)
     for error in result.errors:
         print(error, file=sys.stderr)
-    if result.remaining or result.unplaced:
-        if left_title and not args.quiet:
+    if result.remaining or result.unplaced or (result.held and not args.quiet):
+        if left_title and not args.quiet and (result.remaining or result.unplaced):
             print(left_title, file=report)
         report.write(
             render_text(
@@ -68,6 +68,7 @@ def report_changes(
                 plain=result.plain_fix,  # a speed rule the selection names needs no --speed
                 summary=not args.quiet,
                 rules=result.rules,
+                held=result.held,  # never "0 left" alone over what a default run left out
             )
         )
     if args.quiet:

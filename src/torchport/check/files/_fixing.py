@@ -69,6 +69,7 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
     else:
         report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
     report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
+    report.held = outcome.held
     if outcome.source == doc.text:
         return report
     fixed = dict(sorted(outcome.fixed.items()))
@@ -95,8 +96,8 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
         message = str(exc) if isinstance(exc, WriteRefused | NotebookError) else None
         report.errors.append(FileError(path, message or f"not fixed: cannot write it: {exc}"))
         # Nothing will be written: what is left is everything the original holds.
-        left = check_text(doc.text, path, full, settings=chunk.settings).findings
-        report.findings = _place(doc, left, doc.text)
+        left = check_text(doc.text, path, full, settings=chunk.settings)
+        report.findings, report.held = _place(doc, left.findings, doc.text), left.held
         return report
     report.fix = FileFix(path, fixed, "", written=True)
     return report

@@ -121,6 +121,8 @@ class FixResult:
     unplaced_in: tuple[str, ...] = ()
     # As CheckResult.plain_fix (without --speed), for the hints; None: not known.
     plain_fix: tuple[str, ...] | None = None
+    # As CheckResult.held, of the files as fixed: what a default run left out, counted.
+    held: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -435,7 +437,8 @@ def fix_paths(
     changed = sorted((r.fix for r in reports if r.fix is not None), key=lambda f: f.path)
     unplaced = sum(r.unplaced for r in reports)
     unplaced_in = tuple(sorted(r.path for r in reports if r.unplaced))
+    held = {r.path: r.held for r in sorted(reports, key=lambda r: r.path) if r.held}
     return FixResult(
         changed, remaining, sorted(errors), run.rules, len(reports), unplaced, unplaced_in,
-        run.plain_fix,
+        run.plain_fix, held,
     )  # fmt: skip
