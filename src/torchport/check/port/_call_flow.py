@@ -273,10 +273,8 @@ def _unplaced(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int = 0)
     if not isinstance(arg, ast.Name) or depth >= _DEPTH:
         return False
     if any(  # `k` of `for k in kept`, a comprehension of host copies
-        isinstance(n, ast.comprehension)
-        and arg.id in names_of(n.target)
-        and _unplaced(n.iter, flow, scope, depth + 1)
-        for n in scope.nodes
+        _unplaced(held, flow, scope, depth + 1)
+        for held in scope.items_of(arg.id, comprehended=True)
     ):
         return True
     if arg.id not in scope.local:
@@ -304,13 +302,7 @@ def _tensor_copy(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) 
         return func.attr in _TENSOR_METHODS and _tensor_copy(func.value, flow, scope, depth + 1)
     if not isinstance(arg, ast.Name) or arg.id not in scope.local:
         return False
-    loops = [
-        n.iter
-        for n in scope.nodes
-        if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
-        and isinstance(n.target, ast.Name)
-        and n.target.id == arg.id
-    ]
+    loops = scope.items_of(arg.id, comprehended=False)
     if loops:  # an item: of lists of copies
         return all(_copies(i, flow, scope, depth + 1) for i in loops)
     made = scope.values_of(arg.id)
