@@ -106,6 +106,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
     calls = [c for c in calls if not c[1].internal and not c[3].internal]
     seeded: set[tuple[int, str]] = set()
     returning: set[int] = set()  # ids of callee scopes that return a device value
+    returned: dict[int, list[ast.expr]] = {}  # id(callee scope) -> what it may return so
     for _ in range(_ROUNDS):
         dirty: dict[int, PortScope] = {}
         for call, scope, params, target in calls:
@@ -115,7 +116,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                     target.given.add(param)
                     seeded.add((id(target), param))
                     dirty[id(target)] = target
-            if id(target) not in returning and _returns_device(flow, target):
+            if id(target) not in returning and _returns_device(flow, target, returned):
                 returning.add(id(target))
             if id(target) in returning and id(call) not in flow.device_calls:
                 flow.device_calls.add(id(call))  # what it returns meets what the call meets
@@ -331,19 +332,25 @@ def _copies(held: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> b
     )
 
 
-def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:
+def _returns_device(
+    flow: DeviceFlow, target: PortScope, returned: dict[int, list[ast.expr]]
+) -> bool:
     """Whether a function returns a device value somewhere (``return net(obs)``).
 
     Not one returned in a tuple or list (``return loss, rets, lens``): which item of
     the unpacked result is the device value the flow does not tell, and every item
-    taken for one would have numpy reads of the others reported (TP522)."""
-    return any(
-        isinstance(n, ast.Return)
-        and n.value is not None
-        and not isinstance(n.value, (ast.Tuple, ast.List))
-        and flow.on_device(n.value, target)
-        for n in target.nodes
-    )
+    taken for one would have numpy reads of the others reported (TP522). ``returned``: the
+    values each callee returns so, found once (asked per call site and round)."""
+    values = returned.get(id(target))
+    if values is None:
+        values = returned[id(target)] = [
+            n.value
+            for n in target.nodes
+            if isinstance(n, ast.Return)
+            and n.value is not None
+            and not isinstance(n.value, (ast.Tuple, ast.List))
+        ]
+    return any(flow.on_device(v, target) for v in values)
 
 
 def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:
