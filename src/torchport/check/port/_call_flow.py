@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 
-from torchport.check.port._call_sites import handed as _handed
+from torchport.check.port._call_sites import handed
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, library_result
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope, names_of
@@ -58,6 +58,20 @@ _TENSOR_METHODS = frozenset(
     {"detach", "clone", "float", "double", "half", "long", "int", "contiguous", "view",
      "reshape", "squeeze", "unsqueeze", "flatten"}
 )  # fmt: skip
+
+
+def _handed(
+    call: ast.Call, params: list[str], target: PortScope, flow: DeviceFlow
+) -> list[tuple[str, ast.expr]]:
+    """:func:`~torchport.check.port._call_sites.handed`, syntax only: worked out once per own
+    call in a file (the seeding asks it per call each round; timm: 26,000 asks, 6,000 calls)."""
+    memo = flow.ctx.memo.setdefault("port.handed", {})
+    assert isinstance(memo, dict)
+    key = (call, target, tuple(params))  # (nodes and scopes hash by identity)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = handed(call, params, target, flow)
+    return found
 
 
 def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
@@ -106,6 +120,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
     calls = [c for c in calls if not c[1].internal and not c[3].internal]
     seeded: set[tuple[int, str]] = set()
     returning: set[int] = set()  # ids of callee scopes that return a device value
+    returned: dict[int, list[ast.expr]] = {}  # id(callee scope) -> what it may return so
     for _ in range(_ROUNDS):
         dirty: dict[int, PortScope] = {}
         for call, scope, params, target in calls:
@@ -115,7 +130,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                     target.given.add(param)
                     seeded.add((id(target), param))
                     dirty[id(target)] = target
-            if id(target) not in returning and _returns_device(flow, target):
+            if id(target) not in returning and _returns_device(flow, target, returned):
                 returning.add(id(target))
             if id(target) in returning and id(call) not in flow.device_calls:
                 flow.device_calls.add(id(call))  # what it returns meets what the call meets
@@ -273,10 +288,8 @@ def _unplaced(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int = 0)
     if not isinstance(arg, ast.Name) or depth >= _DEPTH:
         return False
     if any(  # `k` of `for k in kept`, a comprehension of host copies
-        isinstance(n, ast.comprehension)
-        and arg.id in names_of(n.target)
-        and _unplaced(n.iter, flow, scope, depth + 1)
-        for n in scope.nodes
+        _unplaced(held, flow, scope, depth + 1)
+        for held in scope.items_of(arg.id, comprehended=True)
     ):
         return True
     if arg.id not in scope.local:
@@ -304,13 +317,7 @@ def _tensor_copy(arg: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) 
         return func.attr in _TENSOR_METHODS and _tensor_copy(func.value, flow, scope, depth + 1)
     if not isinstance(arg, ast.Name) or arg.id not in scope.local:
         return False
-    loops = [
-        n.iter
-        for n in scope.nodes
-        if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
-        and isinstance(n.target, ast.Name)
-        and n.target.id == arg.id
-    ]
+    loops = scope.items_of(arg.id, comprehended=False)
     if loops:  # an item: of lists of copies
         return all(_copies(i, flow, scope, depth + 1) for i in loops)
     made = scope.values_of(arg.id)
@@ -339,19 +346,25 @@ def _copies(held: ast.expr, flow: DeviceFlow, scope: PortScope, depth: int) -> b
     )
 
 
-def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:
+def _returns_device(
+    flow: DeviceFlow, target: PortScope, returned: dict[int, list[ast.expr]]
+) -> bool:
     """Whether a function returns a device value somewhere (``return net(obs)``).
 
     Not one returned in a tuple or list (``return loss, rets, lens``): which item of
     the unpacked result is the device value the flow does not tell, and every item
-    taken for one would have numpy reads of the others reported (TP522)."""
-    return any(
-        isinstance(n, ast.Return)
-        and n.value is not None
-        and not isinstance(n.value, (ast.Tuple, ast.List))
-        and flow.on_device(n.value, target)
-        for n in target.nodes
-    )
+    taken for one would have numpy reads of the others reported (TP522). ``returned``: the
+    values each callee returns so, found once (asked per call site and round)."""
+    values = returned.get(id(target))
+    if values is None:
+        values = returned[id(target)] = [
+            n.value
+            for n in target.nodes
+            if isinstance(n, ast.Return)
+            and n.value is not None
+            and not isinstance(n.value, (ast.Tuple, ast.List))
+        ]
+    return any(flow.on_device(v, target) for v in values)
 
 
 def host_calls(flow: DeviceFlow, calls: list[OwnCall]) -> set[int]:

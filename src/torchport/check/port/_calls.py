@@ -255,10 +255,15 @@ def api_cpu_arguments(call: ast.Call, ctx: Context) -> list[tuple[str, ast.expr]
 
 
 def cpu_arguments(call: ast.Call, ctx: Context) -> list[ast.expr]:
-    """What ``call`` passes where it must stay on the CPU: the lengths of
-    ``pack_padded_sequence`` (it raises for device lengths; :func:`api_cpu_arguments`), or
-    what a function of the file hands there as it is (:func:`cpu_parameters`): no operand
-    that meets the device."""
+    """What ``call`` passes where it must stay on the CPU (once per call and file): the
+    lengths of ``pack_padded_sequence`` (it raises for device lengths), or what a function
+    of the file hands there as it is (:func:`cpu_parameters`): no operand meets the device."""
+    memo = ctx.memo.setdefault("port.cpu_arguments", {})  # the call (by identity) -> found
+    assert isinstance(memo, dict)
+    return list(memo[call] if call in memo else memo.setdefault(call, _cpu_arguments(call, ctx)))
+
+
+def _cpu_arguments(call: ast.Call, ctx: Context) -> list[ast.expr]:
     found = [given for _, given in api_cpu_arguments(call, ctx)]
     func = call.func
     if found or not isinstance(func, ast.Name) or not (call.args or call.keywords):

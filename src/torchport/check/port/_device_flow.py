@@ -126,6 +126,7 @@ class PortScope:
     guess_reach: set[str] = field(default_factory=set)
     guess_nodes: set[int] = field(default_factory=set)  # ids meeting only guessed values
     _values: dict[str, list[ast.expr]] | None = None
+    _items: tuple[dict[str, list[ast.expr]], dict[str, list[ast.expr]]] | None = None
 
     def give(self, names: list[str]) -> None:
         """Make ``names`` device values from outside the flow's own run (``given`` too)."""
@@ -142,6 +143,22 @@ class PortScope:
                         found.setdefault(bound, []).append(value)
             self._values = found
         return self._values.get(name, [])
+
+    def items_of(self, name: str, *, comprehended: bool) -> list[ast.expr]:
+        """What ``name`` takes items of, in :attr:`nodes` order (indexed on first use):
+        ``comprehended``: of the comprehensions binding it anywhere in their target; else of
+        the loops and comprehensions whose target is the name (``for k in kept``)."""
+        if self._items is None:
+            anywhere: dict[str, list[ast.expr]] = {}
+            whole: dict[str, list[ast.expr]] = {}
+            for n in self.nodes:
+                if isinstance(n, ast.comprehension):
+                    for bound in dict.fromkeys(names_of(n.target)):
+                        anywhere.setdefault(bound, []).append(n.iter)
+                if isinstance(n, ITERATES) and isinstance(n.target, ast.Name):
+                    whole.setdefault(n.target.id, []).append(n.iter)
+            self._items = anywhere, whole
+        return self._items[0 if comprehended else 1].get(name, [])
 
 
 class ModelQuestions(Protocol):
@@ -301,7 +318,8 @@ class DeviceFlow:
                 name = self.ctx.qualname(func) or ""
                 if name.startswith("numpy.") or host_library(name):
                     return []  # each argument read into numpy on its own: they never meet
-                operands = [a for a in args if a not in cpu_arguments(node, self.ctx)]
+                kept = cpu_arguments(node, self.ctx) if args else []  # (once, not per argument)
+                operands = [a for a in args if a not in kept]
         elif isinstance(node, ast.BinOp):
             operands = [node.left, node.right]
         elif isinstance(node, ast.Compare):
@@ -343,11 +361,13 @@ class DeviceFlow:
         # and `prev = torch.zeros(...)`): what they bind meets what the name meets, so it
         # is moved where it is made, or reported. A name the code moves itself is not.
         for targets, whole in scope.assigns:  # (a list kept whole: each item, _literal_items)
+            if not any(  # (asked of the targets first: `parts` reads every use of the name)
+                isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
+                for t in targets
+            ):
+                continue
             for value in self.items.parts(whole, targets):
-                if any(
-                    isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
-                    for t in targets
-                ) and not self.on_device(value, scope):
+                if not self.on_device(value, scope):
                     known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
                     self._meet(value, scope, None if known else value)
         for loop in scope.loops:  # a dict's values taken one by one: each where the target is

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
+from types import ModuleType
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
@@ -110,16 +112,7 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        from torchport.check.port import _guesses as guesses  # on first use
-        from torchport.check.port._placed import (
-            guessed_default,
-            only_guessed,
-            placed_by_the_program,
-            to_place,
-        )
-        from torchport.check.port._shared_memory import shared_memory
-        from torchport.check.port._side_computations import side_report
-
+        guesses, placed, memory, side = _port()
         scope = facts.scope_of.get(id(node), facts.module)
         if guesses.seeded(ctx, facts.scopes):  # on the device, met by host data?
             crossings = guesses.crossing_moves(
@@ -128,18 +121,18 @@ class TensorNotOnDevice(Rule):
             if crossings:
                 at, message = guesses.meeting_fix(ctx, crossings)
                 yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
-        if said := guessed_default(node, facts):  # a default meeting only guessed values
+        if said := placed.guessed_default(node, facts):  # a default meeting only guessed values
             yield ctx.finding(self, node, message=said)
             return
-        chosen = to_place(node, facts, helpers=True)
+        chosen = placed.to_place(node, facts, helpers=True)
         if chosen is None:  # a side computation left on the CPU is said (`_side_computations`)
-            if (said := side_report(node, facts)) is not None:
+            if (said := side.side_report(node, facts)) is not None:
                 yield ctx.finding(self, node, message=said)
             return
         found = facts.device_at(node)
         meetings, every = guesses.meeting_moves(facts.flow, node, scope, _bound(node, facts))
         at, message = guesses.meeting_fix(ctx, meetings)
-        if only_guessed(node, facts):  # meets only values some paths leave on the host
+        if placed.only_guessed(node, facts):  # meets only values some paths leave on the host
             if not (meetings and every and found is not None):
                 message = guesses.guess_message(facts.flow, node, _bound(node, facts))
                 yield ctx.finding(self, node, message=message)
@@ -147,15 +140,24 @@ class TensorNotOnDevice(Rule):
             yield ctx.finding(self, node, message=message, fix=Fix(at, FixSafety.SAFE))
             return
         name, cast, helper = chosen
-        if shared := shared_memory(node, facts):  # a copy would not see the writes
+        if shared := memory.shared_memory(node, facts):  # a copy would not see the writes
             yield ctx.finding(self, node, message=shared)
             return
         if found is None:
-            yield ctx.finding(self, node, message=placed_by_the_program(facts, node))
+            yield ctx.finding(self, node, message=placed.placed_by_the_program(facts, node))
             return
         device, edits = found
         moved = made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits, *at), FixSafety.SAFE))
+
+
+@cache
+def _port() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType]:
+    """The port's modules :meth:`TensorNotOnDevice.check` asks, imported on first use (not
+    at start-up) and kept: no import statement per call (~50,000 calls in a port of timm)."""
+    from torchport.check.port import _guesses, _placed, _shared_memory, _side_computations
+
+    return _guesses, _placed, _shared_memory, _side_computations
 
 
 def _bound(node: ast.AST, facts: PortFacts) -> set[str]:
