@@ -40,14 +40,8 @@ from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
 from torchport.check.port._models import MODEL_METHODS
+from torchport.check.port._number_arguments import NUMBER_ARGUMENTS, SHAPE_METHODS, SIZED
 
-# Creators whose arguments are sizes and numbers, never data: what meets their tensor does not
-# meet those (`torch.ones((batch_size,) + input_size)`: no tensor there to move; d31ai).
-_SIZED = frozenset(
-    f"torch.{n}"
-    for n in ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand",
-              "randn", "randint", "randperm", "tril_indices", "triu_indices")
-)  # fmt: skip
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Protocol
@@ -69,19 +63,6 @@ _HOST_BUILTINS = frozenset(dir(builtins)) - {
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 MOVES = frozenset({"to", "cuda"})
-# Tensor methods whose arguments are sizes, dims or offsets, never data: `x.view(n, -1)`.
-SHAPE_METHODS = frozenset(
-    {"view", "reshape", "narrow", "expand", "repeat", "permute", "transpose", "unsqueeze",
-     "squeeze", "flatten", "unflatten", "movedim", "swapaxes", "unfold", "chunk", "select",
-     "roll", "t", "contiguous"}
-)  # fmt: skip
-# Tensor methods whose every argument is a count, a dim or a flag (`out.topk(k)`): asked of a
-# device value, what they are given is read as a number, never met as data (issue 31, n31al).
-_NUMBER_ARGUMENTS = frozenset(
-    {"topk", "kthvalue", "softmax", "log_softmax", "argmax", "argmin", "argsort", "cumsum",
-     "cumprod", "logsumexp", "tril", "triu", "diagonal", "flip", "tile", "split", "sum",
-     "mean", "prod", "std", "var", "all", "any", "median", "mode", "nansum", "nanmean"}
-)  # fmt: skip
 # Comparisons that give a tensor of an operand's shape (where it is): not `is`, `in`.
 _ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _COMBINE = frozenset({ast.Call, ast.BinOp, ast.Compare, ast.AugAssign})  # what has operands
@@ -302,7 +283,7 @@ class DeviceFlow:
                     return []
                 if func.attr in SHAPE_METHODS:
                     return []  # `data.narrow(0, 0, n * batch_size)`: sizes, no data
-                if func.attr in _NUMBER_ARGUMENTS and self.on_device(func.value, scope):
+                if func.attr in NUMBER_ARGUMENTS and self.on_device(func.value, scope):
                     return []  # `out.topk(top_k)`: a count, whatever made it
                 if func.attr in COLLECTS and self._only_collected(func.value):
                     return []  # a list of records: what goes in never meets what is in it
@@ -492,7 +473,7 @@ class DeviceFlow:
                         continue  # `data.view(batch_size, -1)`: where `data` is, no data
                 elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue
-                if self._makes_object(func) or self.ctx.qualname(func) in _SIZED:
+                if self._makes_object(func) or self.ctx.qualname(func) in SIZED:
                     continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
                 kept = cpu_arguments(node, self.ctx)  # lengths
                 given = [*node.args, *(k.value for k in node.keywords)]
