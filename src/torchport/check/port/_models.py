@@ -170,6 +170,7 @@ class ModelKnowledge:
         # (`bases`: how the classes' bases are read, where it differs: the same answers)
         self.classes = module_classes(classdefs, bases or qualname)
         self.factories: set[str] = set()  # module-level functions that return a model
+        self.spelled: set[str] = set()  # of those, `partial(Net)` and the like: no code moves
         # What a name (or `module.name`) imported from the project's own modules is:
         # ("class" | "factory" | ..., name), see torchport.check.port._project.
         self.project = project
@@ -233,6 +234,8 @@ class ModelKnowledge:
 
     def project_factory(self, call: ast.Call) -> bool:
         """``build()`` after ``from model import build``: another module's model factory."""
+        if isinstance(call.func, ast.Name) and call.func.id in self.spelled & self.factories:
+            return True  # `Net = functools.partial(_Net)`: its model made here (x31al)
         return self._project_kind(call.func) == "factory"
 
     def stateless(self, call: ast.Call) -> bool:
@@ -289,7 +292,11 @@ class ModelKnowledge:
             else:
                 # A factory's own returns are moved (or reported) inside it; a project
                 # module's factory is not, and its model is moved where it is called.
-                return isinstance(func, ast.Name) and func.id in self.factories
+                return (
+                    isinstance(func, ast.Name)
+                    and func.id in self.factories
+                    and func.id not in self.spelled  # (its model is made by no code: here)
+                )
         return False
 
 
