@@ -152,7 +152,7 @@ def _forget(flow: DeviceFlow, scope: PortScope) -> None:
     ported ``t * torch.ones(2, device=device)`` with ``t`` not yet given, is none)."""
     flow.operands[:] = [(o, s) for o, s in flow.operands if s is not scope]
     flow.guesses[:] = [g for g in flow.guesses if g[1] is not scope]
-    for found in (scope.reach, scope.sink_nodes, scope.reach_values):
+    for found in (scope.reach, scope.reach_values):  # (not sink_nodes: raw weights' too)
         found.clear()
     scope.guess_reach.clear()
     scope.guess_nodes.clear()

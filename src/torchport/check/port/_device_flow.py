@@ -35,7 +35,7 @@ from torchport.check.port._collected import (
 from torchport.check.port._cpu_names import follows_a_tensor_name, names_cpu, to_cpu
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
-from torchport.check.port._iterated import ITERATES, taken
+from torchport.check.port._iterated import ITERATES, first_item_of, taken
 from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
@@ -65,8 +65,7 @@ NOT_FORWARD = MODEL_METHODS | frozenset(
 )  # fmt: skip
 # Builtins whose result is no device value (not `list(accs)`, `sorted`: they keep their items).
 _HOST_BUILTINS = frozenset(dir(builtins)) - {
-    "map", "filter", "sum", "max", "min", "abs", "list", "tuple", "sorted", "reversed", "next",
-    "iter"}  # fmt: skip
+    "map", "filter", "sum", "max", "min", "abs", "list", "tuple", "sorted", "reversed"}  # fmt: skip
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 MOVES = frozenset({"to", "cuda"})
@@ -216,7 +215,8 @@ class DeviceFlow:
                 if self.on_device(func.value, scope):
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
-                return False
+                held = first_item_of(expr)  # `next(iter(ts))` of a `*ts` handed device values
+                return held is not None and held.id in scope.given
             if any(
                 k.arg == "device"
                 and device_target(k.value)

@@ -5,8 +5,9 @@ A wrapper handing its own ``*args`` or ``**kwargs`` on (``def f(*a): return g(*a
 tells such a name, :func:`rest_items` what the callers hand it. A function returning a
 literal tuple (``return model(x), torch.ones(2)``) hands back each item where it is:
 :func:`device_items` tells which items are device values, for the names unpacking its call
-(``t, w = make()``: ``t`` a device value, ``w`` not; issue 31, the whole pair taken for
-one left ``w``'s ones on the CPU, unsaid).
+(``t, w = make()``: ``t`` a device value, ``w`` not; issue 31: the pair was followed
+nowhere, and ``w``'s ones were left on the CPU, unsaid), where the function makes a tensor
+on the host beside a device value (a tuple of device values and numbers is left as it was).
 """
 
 from __future__ import annotations
@@ -95,4 +96,19 @@ def device_items(flow: DeviceFlow, target: PortScope) -> tuple[bool, ...] | None
     flags = tuple(
         any(flow.on_device(r[i], target) for r in returns) for i in range(len(returns[0]))
     )
-    return flags if any(flags) else None
+    if not any(flags):
+        return None
+    # only beside a tensor the function makes on the host (the silent class: the ones left
+    # on the CPU); a tuple of device values and numbers or models is left as it was
+    hosts = [e for r in returns for e, f in zip(r, flags, strict=True) if not f]
+    return flags if any(_host_tensor(flow, e, target) for e in hosts) else None
+
+
+def _host_tensor(flow: DeviceFlow, expr: ast.expr, scope: PortScope) -> bool:
+    """Whether ``expr`` is a call of torch (``torch.ones(2)``), or a name ``scope`` binds only
+    to such."""
+    values = scope.values_of(expr.id) if isinstance(expr, ast.Name) else [expr]
+    return bool(values) and all(
+        isinstance(v, ast.Call) and (flow.ctx.qualname(v.func) or "").startswith("torch.")
+        for v in values
+    )

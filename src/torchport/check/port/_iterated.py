@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-__all__ = ["ITERATES", "literal_rows", "taken"]
+__all__ = ["ITERATES", "first_item_of", "literal_rows", "taken"]
 
 # What binds a target per item of an iterable: a `for` statement, a comprehension's `for`.
 ITERATES = (ast.For, ast.AsyncFor, ast.comprehension)
@@ -63,6 +63,20 @@ def taken(
         pairs = zip(parts, args, strict=True)
         return [pair for part, arg in pairs for pair in taken(part, arg, builtin, values)]
     return [(target, iterable)]
+
+
+def first_item_of(expr: ast.expr) -> ast.Name | None:
+    """``ts`` of ``next(iter(ts))`` (the builtins, one argument each); else None."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+        return None
+    if expr.func.id != "next" or len(expr.args) != 1 or expr.keywords:
+        return None
+    inner = expr.args[0]
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)):
+        return None
+    if inner.func.id != "iter" or len(inner.args) != 1 or inner.keywords:
+        return None
+    return inner.args[0] if isinstance(inner.args[0], ast.Name) else None
 
 
 def literal_rows(iterable: ast.expr) -> list[list[ast.expr]] | None:

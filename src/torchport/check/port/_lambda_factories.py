@@ -18,6 +18,7 @@ left").
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from torchport.check.semantic import ScopeKind
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from torchport.check.port._device_flow import PortScope
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["lambda_factory_returns", "spelled_factories"]
+__all__ = ["lambda_factory_returns", "spelled_classes", "spelled_factories"]
 
 
 def lambda_factory_returns(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.expr]]]:
@@ -88,29 +89,34 @@ def spelled_factories(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.e
 
 def _spelled(facts: PortFacts, value: ast.expr) -> list[ast.expr]:
     """The class expressions ``value`` spells (the module docstring's forms), else []."""
-    if isinstance(value, ast.Call) and value.args:
-        if facts.ctx.qualname(value.func) == "functools.partial":
-            return [value.args[0]]
+    return spelled_classes(facts.ctx.tree, value, facts.ctx.qualname)  # type: ignore[arg-type]
+
+
+def spelled_classes(
+    tree: ast.Module, value: ast.expr, qualname: Callable[[ast.expr], str | None]
+) -> list[ast.expr]:
+    """The class expressions a module-level ``value`` spells, by syntax (the module
+    docstring's forms: a dict literal or a class the module binds at its top level), else
+    []; shared with a project module's kinds (``_port_kinds``)."""
+    if isinstance(value, ast.Call):
+        return [value.args[0]] if value.args and qualname(value.func) == "functools.partial" else []
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+        base, key = value.value, value.slice.value
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name):
+            if base.func.id == "globals" and not base.args and str(key).isidentifier():
+                return [ast.copy_location(ast.Name(id=str(key), ctx=ast.Load()), value)]
+            return []
+        held = _top_level(tree, base, ast.Assign)
+        if isinstance(held, ast.Assign) and isinstance(held.value, ast.Dict):
+            keys = held.value.keys
+            return [v for k, v in zip(keys, held.value.values, strict=True)
+                    if isinstance(k, ast.Constant) and k.value == key]  # fmt: skip
         return []
-    if isinstance(value, ast.Subscript):
-        base, key = value.value, value.slice
-        if (
-            isinstance(base, ast.Call)
-            and isinstance(base.func, ast.Name)
-            and base.func.id == "globals"
-            and not base.args
-            and isinstance(key, ast.Constant)
-            and isinstance(key.value, str)
-            and key.value.isidentifier()
-        ):
-            return [ast.copy_location(ast.Name(id=key.value, ctx=ast.Load()), value)]
-        return list(facts.flow.items.of(value) or [])
-    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+    if isinstance(value, ast.Attribute):
+        owner = _top_level(tree, value.value, ast.ClassDef)
         held = [
             s.value
-            for c in facts.structure.classdefs
-            if c.name == value.value.id and c in facts.ctx.tree.body  # type: ignore[attr-defined]
-            for s in c.body
+            for s in getattr(owner, "body", ())
             if isinstance(s, ast.Assign)
             and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name)
@@ -118,3 +124,21 @@ def _spelled(facts: PortFacts, value: ast.expr) -> list[ast.expr]:
         ]
         return held if len(held) == 1 else []
     return []
+
+
+def _top_level(tree: ast.Module, name: ast.expr, kind: type) -> ast.AST | None:
+    """The one statement of ``kind`` binding ``name`` at the module's top level (an
+    assignment to the name alone, or a class of that name), else None."""
+    if not isinstance(name, ast.Name):
+        return None
+    found = [
+        s
+        for s in tree.body
+        if (isinstance(s, ast.ClassDef) and s.name == name.id)
+        or (isinstance(s, ast.Assign) and any(_binds(t, name.id) for t in s.targets))
+    ]
+    return found[0] if len(found) == 1 and isinstance(found[0], kind) else None
+
+
+def _binds(target: ast.expr, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))

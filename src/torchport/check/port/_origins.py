@@ -403,7 +403,7 @@ class Origins:
             return [o for a in values for o in self.of(a)]
         if isinstance(func, ast.Name) and func.id in _MADE_OF_INPUTS and not name:
             return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
-        if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter", "next") and not name:
+        if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter") and not name:
             inputs = call.args[:1] if func.id != "zip" else call.args
             return [o for a in inputs for o in self.of(a)]  # the items of what it iterates
         if (
