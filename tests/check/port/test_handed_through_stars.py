@@ -29,8 +29,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.check.port.no_cuda_sim import placed_or_said  # noqa: E402
-from torchport.check.port import port_text  # noqa: E402
+from tests.check.port.no_cuda_sim import placed_or_said
+from torchport.check.port import port_text
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\nx = torch.ones(3, 4)\n"
 SILENT = {

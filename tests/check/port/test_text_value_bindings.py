@@ -52,7 +52,9 @@ def test_a_name_is_text_only_where_every_binding_is(form: str) -> None:
 
 
 _WITH = {  # how `w` is bound by a `with` (the value given to nullcontext), then read by numpy
-    "contextlib.nullcontext": "import contextlib\nwith contextlib.nullcontext(out) as w:\n    pass\n",
+    "contextlib.nullcontext": (
+        "import contextlib\nwith contextlib.nullcontext(out) as w:\n    pass\n"
+    ),
     "nullcontext imported": "from contextlib import nullcontext\nwith nullcontext(out) as w:\n"
     "    pass\n",
     "a tuple target": "import contextlib\nwith contextlib.nullcontext((out, 1)) as (w, n):\n"

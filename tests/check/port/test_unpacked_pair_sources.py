@@ -29,8 +29,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.check.port.no_cuda_sim import placed_or_said  # noqa: E402
-from torchport.check.port import port_text  # noqa: E402
+from tests.check.port.no_cuda_sim import placed_or_said
+from torchport.check.port import port_text
 
 _HEAD = "import contextlib\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\nx = torch.ones(3, 4)\n"
 _USE = "    OUT.append((t * w).detach())\n"
@@ -80,9 +80,7 @@ def _program(source: str, device_first: bool, host: str, shape: tuple[str, str, 
         return f"OUT.extend([(t * w).detach() for {target} in {rows}])\n"
     if source == "conditional":
         other = items.replace("model(x)", "model(x) * 2")
-        return (
-            f"{target} = ({items}) if x.sum() > 0 else [{other}]\nOUT.append((t * w).detach())\n"
-        )
+        return f"{target} = ({items}) if x.sum() > 0 else [{other}]\nOUT.append((t * w).detach())\n"
     if source == "nullcontext":
         return f"with contextlib.nullcontext(({items})) as ({target}):\n" + _USE
     if source == "nullcontext imported":
@@ -91,7 +89,9 @@ def _program(source: str, device_first: bool, host: str, shape: tuple[str, str, 
             f"with nullcontext([{items}]) as [{target}]:\n" + _USE
         )
     if source == "helper":
-        return f"def make():\n    return {items}\n\n{target} = make()\nOUT.append((t * w).detach())\n"
+        return (
+            f"def make():\n    return {items}\n\n{target} = make()\nOUT.append((t * w).detach())\n"
+        )
     if source == "helper naming it":
         named = items.replace(host, "h")
         return (

@@ -49,9 +49,15 @@ def taken(
         if held is not None and parts is not None and len(parts) == 2:  # `k, v`: the value
             return [(parts[1], v) for v in held]
     rows = literal_rows(iterable)
-    if parts is not None and rows is not None and len(rows[0]) == len(parts):  # `for t, w in [(a, b), (c, d)]`: by position
+    if (
+        parts is not None and rows is not None and len(rows[0]) == len(parts)
+    ):  # `for t, w in [(a, b), (c, d)]`: by position
         columns = [_column(iterable, [row[i] for row in rows]) for i in range(len(parts))]
-        return [pair for p, c in zip(parts, columns, strict=True) for pair in taken(p, c, builtin, values)]
+        return [
+            pair
+            for p, c in zip(parts, columns, strict=True)
+            for pair in taken(p, c, builtin, values)
+        ]
     if not isinstance(iterable, ast.Call) or name is None:
         return [(target, iterable)]
     args = iterable.args

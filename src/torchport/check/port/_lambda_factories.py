@@ -69,7 +69,7 @@ def spelled_factories(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.e
     where the name is called (``facts.known.spelled``, kept here)."""
     defined = facts.structure.definitions()
     found: list[tuple[str, PortScope, list[ast.expr]]] = []
-    for stmt in facts.ctx.tree.body:  # type: ignore[attr-defined]
+    for stmt in facts.ctx.tree.body:
         if not (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
@@ -89,7 +89,7 @@ def spelled_factories(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.e
 
 def _spelled(facts: PortFacts, value: ast.expr) -> list[ast.expr]:
     """The class expressions ``value`` spells (the module docstring's forms), else []."""
-    return spelled_classes(facts.ctx.tree, value, facts.ctx.qualname)  # type: ignore[arg-type]
+    return spelled_classes(facts.ctx.tree, value, facts.ctx.qualname)
 
 
 def spelled_classes(
@@ -106,10 +106,10 @@ def spelled_classes(
             if base.func.id == "globals" and not base.args and str(key).isidentifier():
                 return [ast.copy_location(ast.Name(id=str(key), ctx=ast.Load()), value)]
             return []
-        held = _top_level(tree, base, ast.Assign)
-        if isinstance(held, ast.Assign) and isinstance(held.value, ast.Dict):
-            keys = held.value.keys
-            return [v for k, v in zip(keys, held.value.values, strict=True)
+        bound = _top_level(tree, base, ast.Assign)
+        if isinstance(bound, ast.Assign) and isinstance(bound.value, ast.Dict):
+            keys = bound.value.keys
+            return [v for k, v in zip(keys, bound.value.values, strict=True)
                     if isinstance(k, ast.Constant) and k.value == key]  # fmt: skip
         return []
     if isinstance(value, ast.Attribute):
@@ -127,7 +127,7 @@ def spelled_classes(
 
 
 def _top_level(tree: ast.Module, name: ast.expr, kind: type) -> ast.AST | None:
-    """The one statement of ``kind`` binding ``name`` at the module's top level (an
+    """A statement of ``kind``, alone binding ``name`` at the module's top level (an
     assignment to the name alone, or a class of that name), else None."""
     if not isinstance(name, ast.Name):
         return None

@@ -131,7 +131,7 @@ def port_kinds(
 
 def _bound_spellings(ctx: Context, tree: ast.Module) -> dict[str, list[ast.expr]]:
     """``name = functools.partial(_Net)`` and the other spellings of a class at module level
-    (``_lambda_factories.spelled_classes``), the only binding of ``name``: calls of the class."""
+    (``_lambda_factories.spelled_classes``), bound once (``name``): calls of the class."""
     found: dict[str, list[ast.expr]] = {}
     for stmt in tree.body:
         if (
@@ -156,7 +156,7 @@ def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
         and isinstance(stmt.targets[0], ast.Name)
         and isinstance(stmt.value, ast.Lambda)
     }
-    return _bound_once(tree, found) if found else found  # type: ignore[arg-type]
+    return _bound_once(tree, found) if found else found
 
 
 def _bound_once(tree: ast.Module, found: dict[str, T]) -> dict[str, T]:

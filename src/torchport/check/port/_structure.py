@@ -237,8 +237,8 @@ class FileStructure:
                 elif kind is _LOOP:
                     for target in _with_targets(node):
                         scope.loop_bound.update(names_of(target))
-                    for target, held in _passed_through(node):  # `nullcontext(v) as t`: v
-                        scope.assigns.extend(_pairs(_assigned(target, held)))
+                    for bound, given in _passed_through(node):  # `nullcontext(v) as t`: v
+                        scope.assigns.extend(_pairs(_assigned(bound, given)))
                     if cls is not ast.With and cls is not ast.AsyncWith:
                         scope.loops.append(node)  # (a for loop or a comprehension)
                 else:  # an import
@@ -402,8 +402,9 @@ def _pairs(node: ast.Assign) -> list[tuple[list[ast.expr], ast.expr]]:
     two such (``t, w = (a, b) if c else (d, e)``) each branch's; any other assignment whole."""
     (target, *more), value = node.targets, node.value
     if not more and isinstance(value, ast.IfExp) and isinstance(target, ast.Tuple | ast.List):
-        branches = [_pairs(_assigned(target, v)) for v in (value.body, value.orelse)]
-        if all(len(b) > 1 or b[0][1] is not v for b, v in zip(branches, (value.body, value.orelse))):
+        sides = (value.body, value.orelse)
+        branches = [_pairs(_assigned(target, v)) for v in sides]
+        if all(b[0][1] is not v for b, v in zip(branches, sides, strict=True)):
             return [pair for b in branches for pair in b]  # (each branch split: its items)
         return [(node.targets, value)]
     if (
