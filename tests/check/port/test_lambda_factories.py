@@ -16,8 +16,12 @@ a class attribute holding the class (``Models.Net``) and ``globals()["_Net"]``. 
 each is a factory making a call of that class (``_lambda_factories.spelled_factories`` in the
 file, ``_port_kinds._bound_spellings`` for a project module's importers), whose model is moved
 where the name is called; generated over the spelling (``partial`` imported from
-``functools``, a registry of two, ``dict(...)``), in the file and imported from a project
-module both ways.
+``functools``, a registry of two, a class attribute among others), in the file and imported
+from a project module both ways. The spelling called in place (x31al's near forms, silent on
+0b4c999a): a registry (a module-level dict literal of model classes) called by a computed key,
+the most frequent real form (``MODELS[args.arch](...)``), and ``functools.partial(_Net)()``
+are constructors (``_models.registries``); ``globals()[arch]()`` is said (TP523: which class a
+computed name looks up, only a run tells).
 
 The oracle shares no code with the port: the original runs on the CPU and the port on the
 simulated accelerator (``no_cuda_sim``): a finding left, or the original's values on ``sim:0``.
@@ -140,6 +144,39 @@ def test_a_lambda_factory_imported_from_a_project_module_is_placed() -> None:
     for case, (left, record) in zip(cases, _ported_projects(cases), strict=True):
         assert record["cpu"] is None, (case, record)  # the original runs
         assert not left and _placed(record), (case, left, record)
+
+
+_INPUT = "x = torch.randn(2, 4)\nOUT.append(net(x))\n"
+CALLED = {  # the model made by calling the spelling itself (x31al): placed
+    "a registry by a computed key": (
+        "import sys\n\nMODELS = {'a': _Net, 'b': _Net}\nnet = MODELS[sys.argv[0][:0] + 'a']()\n"
+    ),
+    "a registry by a constant key": "MODELS = {'net': _Net}\nnet = MODELS['net']()\n",
+    "functools.partial called": "net = functools.partial(_Net)()\n",
+}
+SAID = {  # which class a computed name looks up, only a run tells: TP523 at the call
+    "globals() by a computed key": "arch = '_N' + 'et'\nnet = globals()[arch]()\n",
+}
+
+
+def test_a_spelling_called_in_place_is_placed_or_said() -> None:
+    """No child: a registry (a module-level dict literal of model classes, bound once, no
+    item stored into it) called by any key, or ``functools.partial(_Net)()``, is a model
+    moved where it is made, its input too; ``globals()[arch]()`` is said (the run is slow)."""
+    for made in CALLED.values():
+        ported = port_text(_NET + made + _INPUT)
+        assert ported.remaining == [], (made, ported.remaining)
+        assert "().to(device)\n" in ported.source, ported.source
+        assert "x = torch.randn(2, 4).to(device)" in ported.source, ported.source
+    for made in SAID.values():
+        ported = port_text(_NET + made + _INPUT)
+        line = 1 + ported.source.splitlines().index("net = globals()[arch]()")
+        assert [(f.line, f.code) for f in ported.remaining] == [(line, "TP523")], ported
+
+
+@pytest.mark.slow  # one child of four programs (each silent on 0b4c999a)
+def test_a_spelling_called_in_place_runs_placed_or_said() -> None:
+    placed_or_said([_NET + made + _INPUT for made in [*CALLED.values(), *SAID.values()]])
 
 
 def test_other_factory_spellings_are_moved_with_their_input() -> None:

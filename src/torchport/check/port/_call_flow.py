@@ -132,7 +132,6 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
         if not dirty:
             break
         for target in dirty.values():
-            _forget(flow, target)  # (what it met before it was given these: stale)
             flow.run(target)
     _host_parameters(flow, calls, seeded)
     for call, scope, params, target in calls:
@@ -144,18 +143,6 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                 else:
                     flow.operands.append((arg, scope))
                     flow.mark(arg, scope.reach, scope.sink_nodes)
-
-
-def _forget(flow: DeviceFlow, scope: PortScope) -> None:
-    """Drop what a run of ``scope`` found meeting the device, before it runs again with more
-    device values given (an operand met only while a parameter was not yet one, the
-    ported ``t * torch.ones(2, device=device)`` with ``t`` not yet given, is none)."""
-    flow.operands[:] = [(o, s) for o, s in flow.operands if s is not scope]
-    flow.guesses[:] = [g for g in flow.guesses if g[1] is not scope]
-    for found in (scope.reach, scope.reach_values):  # (not sink_nodes: raw weights' too)
-        found.clear()
-    scope.guess_reach.clear()
-    scope.guess_nodes.clear()
 
 
 def _device_handed(

@@ -171,6 +171,8 @@ class ModelKnowledge:
         self.classes = module_classes(classdefs, bases or qualname)
         self.factories: set[str] = set()  # module-level functions that return a model
         self.spelled: set[str] = set()  # of those, `partial(Net)` and the like: no code moves
+        # `MODELS = {"a": NetA, "b": NetB}` at module level, bound once: its classes' names
+        self.registries = registries(tree) if isinstance(tree, ast.Module) else {}
         # What a name (or `module.name`) imported from the project's own modules is:
         # ("class" | "factory" | ..., name), see torchport.check.port._project.
         self.project = project
@@ -209,6 +211,12 @@ class ModelKnowledge:
             return id(call) in self.rebinding
         if isinstance(func, ast.Name) and func.id in self.classes:
             return True
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):  # (x31al)
+            held = self.registries.get(func.value.id)  # `MODELS[args.arch]()`: any key's
+            return bool(held) and all(c in self.classes for c in held or ())
+        if isinstance(func, ast.Call) and func.args and isinstance(func.args[0], ast.Name):
+            partial_of = self.qualname(func.func) == "functools.partial"  # `partial(Net)()`
+            return partial_of and func.args[0].id in self.classes
         if self._project_kind(func) == "class":
             return True  # `Net()` after `from model import Net`
         name = self.qualname(func)
@@ -337,3 +345,28 @@ def library_driven(
                     changed = True
                     break
     return found
+
+
+def registries(tree: ast.Module) -> dict[str, list[str]]:
+    """``NAME = {key: Class, ...}`` at the module's top level, every value a name, the only
+    top-level binding of ``NAME`` and no item stored into it (``NAME[k] = ...``) anywhere:
+    the names of its values."""
+    found: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    for stmt in tree.body:
+        for node in ast.walk(stmt) if not isinstance(stmt, ast.ClassDef) else ():
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                counts[node.id] = counts.get(node.id, 0) + 1
+            elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+                if isinstance(node.value, ast.Name):
+                    counts[node.value.id] = counts.get(node.value.id, 0) + 2
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Dict)
+            and stmt.value.values
+            and all(isinstance(v, ast.Name) for v in stmt.value.values)
+        ):
+            found[stmt.targets[0].id] = [v.id for v in stmt.value.values]  # type: ignore[attr-defined]
+    return {name: held for name, held in found.items() if counts.get(name) == 1}
