@@ -357,9 +357,12 @@ def registries(tree: ast.Module) -> dict[str, list[str]]:
         for node in ast.walk(stmt) if not isinstance(stmt, ast.ClassDef) else ():
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 counts[node.id] = counts.get(node.id, 0) + 1
-            elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
-                if isinstance(node.value, ast.Name):
-                    counts[node.value.id] = counts.get(node.value.id, 0) + 2
+            elif (
+                isinstance(node, ast.Subscript)
+                and not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+            ):
+                counts[node.value.id] = counts.get(node.value.id, 0) + 2
         if (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
