@@ -348,9 +348,8 @@ def library_driven(
 
 
 def registries(tree: ast.Module) -> dict[str, list[str]]:
-    """``NAME = {key: Class, ...}`` at the module's top level, every value a name, the only
-    top-level binding of ``NAME`` and no item stored into it (``NAME[k] = ...``) anywhere:
-    the names of its values."""
+    """``NAME = {key: Class, ...}`` at the module's top level, every value a name, bound once
+    there and no item stored into it (``NAME[k] = ...``) anywhere: the names of its values."""
     found: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     for stmt in tree.body:
