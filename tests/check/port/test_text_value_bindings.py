@@ -11,8 +11,12 @@ text; ``s += "x"`` keeps a str one.
 
 The oracle is n31aj's, apart from the port: the program run on the CPU with numpy stubbed says
 whether a tensor reaches the sink; the rule reports it there exactly when one does. Near forms
-that hold: text rebound to text in a function, augmented text. Left, a strict xfail: a tensor
-bound by ``with ... as w`` is not a device value to the flow (silent on both commits).
+that hold: text rebound to text in a function, augmented text. A tensor bound by ``with
+contextlib.nullcontext(out) as w`` was no device value to the flow (silent on c56d716d and
+be62ecb8, k31ak's strict xfail): since x31al the target binds the value ``nullcontext`` is
+given (``_structure._passed_through``), and TP522 says it; generated over the spelling
+(``contextlib.nullcontext``, ``from contextlib import nullcontext``), a tuple target, the
+block in a function with ``global w``, and text given instead (no finding).
 """
 
 from __future__ import annotations
@@ -47,7 +51,29 @@ def test_a_name_is_text_only_where_every_binding_is(form: str) -> None:
     assert bool(found) == _holds_tensor(program), (program, found)
 
 
-@pytest.mark.xfail(strict=True, reason="k31ak: a with-bound tensor is no device value to the flow")
+_WITH = {  # how `w` is bound by a `with` (the value given to nullcontext), then read by numpy
+    "contextlib.nullcontext": (
+        "import contextlib\nwith contextlib.nullcontext(out) as w:\n    pass\n"
+    ),
+    "nullcontext imported": "from contextlib import nullcontext\nwith nullcontext(out) as w:\n"
+    "    pass\n",
+    "a tuple target": "import contextlib\nwith contextlib.nullcontext((out, 1)) as (w, n):\n"
+    "    pass\n",
+    "in a function, global": "import contextlib\n\ndef g():\n    global w\n"
+    "    with contextlib.nullcontext(out) as w:\n        pass\n\ng()\n",
+    "text given (near form)": "import contextlib\nwith contextlib.nullcontext('b') as w:\n"
+    "    pass\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(_WITH))
+def test_a_value_bound_by_nullcontext_is_what_it_was_given(form: str) -> None:
+    program = _HEAD + 'w = "a"\n' + _WITH[form] + "np.argmax(w)\n"
+    line = program.count("\n")
+    found = [f for f in check_source(program, select=["TP522"]) if f.line == line]
+    assert bool(found) == _holds_tensor(program), (program, found)
+
+
 def test_a_tensor_bound_by_with_is_said() -> None:
     program = (
         _HEAD + 'import contextlib\nw = "a"\nwith contextlib.nullcontext(out) as w:\n    pass\n'

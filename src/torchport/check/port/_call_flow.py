@@ -34,6 +34,7 @@ from torchport.check.port._calls import HOST_READS, MOVING_METHODS, library_resu
 from torchport.check.port._collected import added, collector
 from torchport.check.port._device_flow import DeviceFlow, PortScope, names_of
 from torchport.check.port._guesses import known_on_device, unpacked
+from torchport.check.port._handed_on import device_items
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def run_flow(facts: PortFacts, calls: list[OwnCall]) -> bool:
         flow.operands.clear()  # (the list `facts.operands` is)
         flow.guesses.clear()
         flow.device_calls.clear()
+        flow.item_calls.clear()
         for scope in facts.scopes:  # (not `moved`: syntax only, in-place moves included)
             if not scope.internal:
                 scope.values.clear()
@@ -135,6 +137,11 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             if id(target) in returning and id(call) not in flow.device_calls:
                 flow.device_calls.add(id(call))  # what it returns meets what the call meets
                 dirty[id(scope)] = scope
+            elif id(target) not in returning:  # `return model(x), torch.ones(2)`: by item
+                flags = device_items(flow, target)
+                if flags is not None and flow.item_calls.get(id(call)) != flags:
+                    flow.item_calls[id(call)] = flags
+                    dirty[id(scope)] = scope
         for target in _guess_seeds(flow, calls, seeded):
             dirty[id(target)] = target
         if not dirty:

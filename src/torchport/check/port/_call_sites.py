@@ -15,6 +15,7 @@ import ast
 import weakref
 
 from torchport.check.port._device_flow import PortScope
+from torchport.check.port._handed_on import rest_of
 from torchport.check.semantic import Binding, BindingKind, ScopeMap
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -413,6 +414,10 @@ def handed(
         pairs += [(k.arg, k.value) for k in call.keywords if k.arg is not None and k.arg in names]
         for k in call.keywords:
             given = flow.items.unpacked(k.value) if k.arg is None else None
+            if k.arg is None and given is None and rest_of(k.value, flow.ctx.scopes, "kwarg"):
+                given = {n: [k.value] for n in names}  # `g(**kwargs)` of the caller's own
+                if a.kwarg is not None:  # (any parameter may take one of its items)
+                    pairs.append((a.kwarg.arg, k.value))
             pairs += [(key, v) for key, vs in (given or {}).items() if key in names for v in vs]
             if a.kwarg is not None:  # `def f(**kw)`: a dict of the keywords no parameter takes
                 pairs += (
@@ -443,6 +448,8 @@ def _starred_items(arg: ast.expr, flow: DeviceFlow) -> list[ast.expr]:
     ):
         found = flow.items.view_values(held.func.value)
         return [] if found is None else found
+    if rest_of(held, flow.ctx.scopes, "vararg") is not None:
+        return [arg]  # `g(*args)` of the caller's own `*args`: its items, to the flow
     return [arg] if shows_items(held, flow.ctx.scopes) else []
 
 

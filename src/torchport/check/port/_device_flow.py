@@ -35,7 +35,7 @@ from torchport.check.port._collected import (
 from torchport.check.port._cpu_names import follows_a_tensor_name, names_cpu, to_cpu
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
-from torchport.check.port._iterated import ITERATES, taken
+from torchport.check.port._iterated import ITERATES, first_item_of, taken
 from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
@@ -176,6 +176,9 @@ class DeviceFlow:
         # Calls of the file's own functions that return a device value (`get_policy(obs)`
         # with `def get_policy(obs): return net(obs)`): filled by _call_flow, by call id.
         self.device_calls: set[int] = set()
+        # Own calls returning literal tuples, some items device values (`t, w = make()` with
+        # `return model(x), torch.ones(2)`): which positions are, by call id (_call_flow).
+        self.item_calls: dict[int, tuple[bool, ...]] = {}
         # Own calls returning only host data (`hist = train(model, x)` of floats): _call_flow.
         self.host_calls: set[int] = set()
         self.copies = DataCopies(ctx.scopes)  # `torch.tensor(outs)` of a list (_data_copies)
@@ -217,7 +220,8 @@ class DeviceFlow:
                 if self.on_device(func.value, scope):
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
-                return False
+                held = first_item_of(expr)  # `next(iter(ts))` of a `*ts` handed device values
+                return held is not None and held.id in scope.given
             if any(
                 k.arg == "device"
                 and device_target(k.value)
@@ -387,6 +391,10 @@ class DeviceFlow:
         while changed:  # device values: a fixed point over the scope's bindings
             changed = False
             for targets, value in scope.assigns:
+                for name in self._device_positions(targets, value):  # `t, w = make()`
+                    if name not in values:
+                        values.add(name)
+                        changed = True
                 if self.on_device(value, scope) and (unpack or not unpacked(targets, value, scope)):
                     for target in targets:
                         for name in names_of(target):
@@ -414,6 +422,17 @@ class DeviceFlow:
                 ):
                     values.add(holder)
                     changed = True
+
+    def _device_positions(self, targets: list[ast.expr], value: ast.expr) -> list[str]:
+        """The names a tuple target takes from the device items of an own call's returned
+        tuples (``item_calls``); none where the target's shape is not the tuples'."""
+        flags = self.item_calls.get(id(value)) if self.item_calls else None
+        if flags is None or len(targets) != 1 or not isinstance(targets[0], ast.Tuple | ast.List):
+            return []
+        elts = targets[0].elts
+        if len(elts) != len(flags) or any(isinstance(e, ast.Starred) for e in elts):
+            return []
+        return [n for e, device in zip(elts, flags, strict=True) if device for n in names_of(e)]
 
     def taken(self, loop: ast.AST, scope: PortScope) -> list[tuple[ast.expr, ast.expr]]:
         """What each part of ``loop``'s target takes an item of (``_iterated.taken``)."""

@@ -14,6 +14,7 @@ import builtins
 import weakref
 from collections.abc import Callable
 
+from torchport.check.port._iterated import literal_rows
 from torchport.check.port._loop_items import named_items
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._value_kind import Elements, Kind, flat, join
@@ -136,6 +137,9 @@ class ElementKinds:
             if tail in ("items", "values") and isinstance(func, ast.Attribute):
                 return self._dict_items(func.value, tail)
         if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            rows = literal_rows(iterable)
+            if rows is not None:  # `[(model(x), torch.ones(2))]`: by position
+                return tuple(join(self.kind_of(r[i]) for r in rows) for i in range(len(rows[0])))
             return join(self.kind_of(e) for e in iterable.elts) if iterable.elts else Kind.OTHER
         if isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return self.kind_of(iterable.elt)

@@ -51,7 +51,7 @@ from torchport.check.port._device_name import DeviceName
 from torchport.check.port._global_values import share_globals
 from torchport.check.port._guesses import share_with_module
 from torchport.check.port._instances import HostMethods, converted_inputs
-from torchport.check.port._lambda_factories import lambda_factory_returns
+from torchport.check.port._lambda_factories import lambda_factory_returns, spelled_factories
 from torchport.check.port._lambdas import followed_lambdas
 from torchport.check.port._loop_items import loop_candidates, mark_loop_models
 from torchport.check.port._models import ModelKnowledge, library_driven
@@ -265,6 +265,7 @@ class PortFacts:
             ]
             returns.append((name, scope, values))
         returns += self._inner_factory_returns() + lambda_factory_returns(self)
+        returns += spelled_factories(self)  # `Net = functools.partial(_Net)`: known.spelled
         # `for net in zip(nets, ...)`: a target of listed models is one
         loops = loop_candidates(self.ctx.scopes, searched, self.loads_of, self.scope_of)
         # Factories, call sites and bindings feed each other: up to three rounds. Each

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-__all__ = ["ITERATES", "taken"]
+__all__ = ["ITERATES", "first_item_of", "literal_rows", "taken"]
 
 # What binds a target per item of an iterable: a `for` statement, a comprehension's `for`.
 ITERATES = (ast.For, ast.AsyncFor, ast.comprehension)
@@ -48,6 +48,16 @@ def taken(
             return [(target, v) for v in held]
         if held is not None and parts is not None and len(parts) == 2:  # `k, v`: the value
             return [(parts[1], v) for v in held]
+    rows = literal_rows(iterable)
+    if (
+        parts is not None and rows is not None and len(rows[0]) == len(parts)
+    ):  # `for t, w in [(a, b), (c, d)]`: by position
+        columns = [_column(iterable, [row[i] for row in rows]) for i in range(len(parts))]
+        return [
+            pair
+            for p, c in zip(parts, columns, strict=True)
+            for pair in taken(p, c, builtin, values)
+        ]
     if not isinstance(iterable, ast.Call) or name is None:
         return [(target, iterable)]
     args = iterable.args
@@ -59,6 +69,51 @@ def taken(
         pairs = zip(parts, args, strict=True)
         return [pair for part, arg in pairs for pair in taken(part, arg, builtin, values)]
     return [(target, iterable)]
+
+
+def first_item_of(expr: ast.expr) -> ast.Name | None:
+    """``ts`` of ``next(iter(ts))`` (the builtins, one argument each); else None."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+        return None
+    if expr.func.id != "next" or len(expr.args) != 1 or expr.keywords:
+        return None
+    inner = expr.args[0]
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)):
+        return None
+    if inner.func.id != "iter" or len(inner.args) != 1 or inner.keywords:
+        return None
+    return inner.args[0] if isinstance(inner.args[0], ast.Name) else None
+
+
+def literal_rows(iterable: ast.expr) -> list[list[ast.expr]] | None:
+    """The items of each row of a literal list (tuple, set) of literal rows of one length,
+    none starred (``[(model(x), torch.ones(2))]``); else None."""
+    if not isinstance(iterable, ast.List | ast.Tuple | ast.Set) or not iterable.elts:
+        return None
+    rows = []
+    for row in iterable.elts:
+        if not isinstance(row, ast.Tuple | ast.List) or not row.elts:
+            return None
+        if any(isinstance(e, ast.Starred) for e in row.elts):
+            return None
+        rows.append(list(row.elts))
+    return rows if len({len(r) for r in rows}) == 1 else None
+
+
+def _column(iterable: ast.expr, items: list[ast.expr]) -> ast.expr:
+    """A list of one position's items of a literal's rows, where the literal is; made once
+    per literal and position, kept on the literal (the flow keeps what it learns by id)."""
+    made: dict[tuple[int, ...], ast.expr] | None = getattr(iterable, _KEPT, None)
+    if made is None:
+        made = {}
+        setattr(iterable, _KEPT, made)
+    key = tuple(id(i) for i in items)
+    if key not in made:
+        made[key] = ast.copy_location(ast.List(elts=items, ctx=ast.Load()), iterable)
+    return made[key]
+
+
+_KEPT = "_torchport_columns"
 
 
 def _plain_items(target: ast.expr) -> list[ast.expr] | None:

@@ -7,25 +7,33 @@ return _Net()`` was placed (k31ak). A lambda bound by a plain ``name = lambda ..
 of ``name`` (no other assignment, ``def``, ``class`` or import of it anywhere in the file:
 factories are known by name), is offered as a function returning ``body``; whether it
 builds a model is the factories' own question.
+
+So is a name bound the same way to another spelling of a class that builds the model
+(x31al, k31ak's left): ``functools.partial(_Net, ...)``, a dict literal's item
+(``MODELS["net"]`` of ``MODELS = {"net": _Net}``), a class attribute holding the class
+(``Models.Net`` with ``class Models: Net = _Net``), ``globals()["_Net"]``: offered as a
+function returning a call of that class (each left the model and its input on the CPU, "0
+left").
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+
+from torchport.check.semantic import ScopeKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._device_flow import PortScope
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["lambda_factory_returns"]
+__all__ = ["lambda_factory_returns", "spelled_classes", "spelled_factories"]
 
 
 def lambda_factory_returns(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.expr]]]:
     """``(name, enclosing scope, [body])`` of each lambda the module docstring offers."""
     structure = facts.structure
-    if not structure.lambdas:
-        return []
     defined = structure.definitions()
     found: list[tuple[str, PortScope, list[ast.expr]]] = []
     for lam in structure.lambdas:
@@ -38,11 +46,100 @@ def lambda_factory_returns(facts: PortFacts) -> list[tuple[str, PortScope, list[
             continue
         if stmt.value is not lam or not isinstance(target, ast.Name):
             continue
-        name = target.id
-        if defined.get(name) or name in facts.functions:
-            continue
-        everywhere = facts.ctx.scopes.scopes.values()  # (imports and other scopes' too)
-        if sum(len(scope.bindings.get(name, ())) for scope in everywhere) != 1:
-            continue
-        found.append((name, facts.scope_of.get(id(stmt)) or facts.module, [lam.body]))
+        if _only_binding(facts, target.id, defined):
+            found.append((target.id, facts.scope_of.get(id(stmt)) or facts.module, [lam.body]))
     return found
+
+
+def _only_binding(
+    facts: PortFacts, name: str, defined: dict[str, int], *, classes: bool = True
+) -> bool:
+    """Whether the file binds ``name`` once, no ``def`` or ``class`` of it anywhere (a class
+    body's attributes not counted where ``classes`` is False)."""
+    if defined.get(name) or name in facts.functions:
+        return False
+    everywhere = facts.ctx.scopes.scopes.values()  # (imports and other scopes' too)
+    counted = [s for s in everywhere if classes or s.kind is not ScopeKind.CLASS]
+    return sum(len(scope.bindings.get(name, ())) for scope in counted) == 1
+
+
+def spelled_factories(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.expr]]]:
+    """``(name, scope, [a call of the class])`` of each module-level ``name = <spelling>``
+    of a class (the module docstring's), the file's only binding of ``name`` (a class
+    attribute of that name aside): a factory no code of the file moves the model of, moved
+    where the name is called (``facts.known.spelled``, kept here)."""
+    defined = facts.structure.definitions()
+    found: list[tuple[str, PortScope, list[ast.expr]]] = []
+    for stmt in facts.ctx.tree.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            continue
+        classes = _spelled(facts, stmt.value)
+        name = stmt.targets[0].id
+        if classes and _only_binding(facts, name, defined, classes=False):
+            calls: list[ast.expr] = [
+                ast.copy_location(ast.Call(func=c, args=[], keywords=[]), c) for c in classes
+            ]
+            found.append((name, facts.module, calls))
+    facts.known.spelled = {name for name, _, _ in found}
+    return found
+
+
+def _spelled(facts: PortFacts, value: ast.expr) -> list[ast.expr]:
+    """The class expressions ``value`` spells (the module docstring's forms), else []."""
+    return spelled_classes(facts.ctx.tree, value, facts.ctx.qualname)
+
+
+def spelled_classes(
+    tree: ast.Module, value: ast.expr, qualname: Callable[[ast.expr], str | None]
+) -> list[ast.expr]:
+    """The class expressions a module-level ``value`` spells, by syntax (the module
+    docstring's forms: a dict literal or a class the module binds at its top level), else
+    []; shared with a project module's kinds (``_port_kinds``)."""
+    if isinstance(value, ast.Call):
+        return [value.args[0]] if value.args and qualname(value.func) == "functools.partial" else []
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+        base, key = value.value, value.slice.value
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name):
+            if base.func.id == "globals" and not base.args and str(key).isidentifier():
+                return [ast.copy_location(ast.Name(id=str(key), ctx=ast.Load()), value)]
+            return []
+        bound = _top_level(tree, base, ast.Assign)
+        if isinstance(bound, ast.Assign) and isinstance(bound.value, ast.Dict):
+            keys = bound.value.keys
+            return [v for k, v in zip(keys, bound.value.values, strict=True)
+                    if isinstance(k, ast.Constant) and k.value == key]  # fmt: skip
+        return []
+    if isinstance(value, ast.Attribute):
+        owner = _top_level(tree, value.value, ast.ClassDef)
+        held = [
+            s.value
+            for s in getattr(owner, "body", ())
+            if isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id == value.attr
+        ]
+        return held if len(held) == 1 else []
+    return []
+
+
+def _top_level(tree: ast.Module, name: ast.expr, kind: type) -> ast.AST | None:
+    """A statement of ``kind``, alone binding ``name`` at the module's top level (an
+    assignment to the name alone, or a class of that name), else None."""
+    if not isinstance(name, ast.Name):
+        return None
+    found = [
+        s
+        for s in tree.body
+        if (isinstance(s, ast.ClassDef) and s.name == name.id)
+        or (isinstance(s, ast.Assign) and any(_binds(t, name.id) for t in s.targets))
+    ]
+    return found[0] if len(found) == 1 and isinstance(found[0], kind) else None
+
+
+def _binds(target: ast.expr, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))

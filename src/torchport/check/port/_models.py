@@ -170,6 +170,9 @@ class ModelKnowledge:
         # (`bases`: how the classes' bases are read, where it differs: the same answers)
         self.classes = module_classes(classdefs, bases or qualname)
         self.factories: set[str] = set()  # module-level functions that return a model
+        self.spelled: set[str] = set()  # of those, `partial(Net)` and the like: no code moves
+        # `MODELS = {"a": NetA, "b": NetB}` at module level, bound once: its classes' names
+        self.registries = registries(tree) if isinstance(tree, ast.Module) else {}
         # What a name (or `module.name`) imported from the project's own modules is:
         # ("class" | "factory" | ..., name), see torchport.check.port._project.
         self.project = project
@@ -208,6 +211,12 @@ class ModelKnowledge:
             return id(call) in self.rebinding
         if isinstance(func, ast.Name) and func.id in self.classes:
             return True
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):  # (x31al)
+            held = self.registries.get(func.value.id)  # `MODELS[args.arch]()`: any key's
+            return bool(held) and all(c in self.classes for c in held or ())
+        if isinstance(func, ast.Call) and func.args and isinstance(func.args[0], ast.Name):
+            partial_of = self.qualname(func.func) == "functools.partial"  # `partial(Net)()`
+            return partial_of and func.args[0].id in self.classes
         if self._project_kind(func) == "class":
             return True  # `Net()` after `from model import Net`
         name = self.qualname(func)
@@ -233,6 +242,8 @@ class ModelKnowledge:
 
     def project_factory(self, call: ast.Call) -> bool:
         """``build()`` after ``from model import build``: another module's model factory."""
+        if isinstance(call.func, ast.Name) and call.func.id in self.spelled & self.factories:
+            return True  # `Net = functools.partial(_Net)`: its model made here (x31al)
         return self._project_kind(call.func) == "factory"
 
     def stateless(self, call: ast.Call) -> bool:
@@ -289,7 +300,11 @@ class ModelKnowledge:
             else:
                 # A factory's own returns are moved (or reported) inside it; a project
                 # module's factory is not, and its model is moved where it is called.
-                return isinstance(func, ast.Name) and func.id in self.factories
+                return (
+                    isinstance(func, ast.Name)
+                    and func.id in self.factories
+                    and func.id not in self.spelled  # (its model is made by no code: here)
+                )
         return False
 
 
@@ -330,3 +345,30 @@ def library_driven(
                     changed = True
                     break
     return found
+
+
+def registries(tree: ast.Module) -> dict[str, list[str]]:
+    """``NAME = {key: Class, ...}`` at the module's top level, every value a name, bound once
+    there and no item stored into it (``NAME[k] = ...``) anywhere: the names of its values."""
+    found: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    for stmt in tree.body:
+        for node in ast.walk(stmt) if not isinstance(stmt, ast.ClassDef) else ():
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                counts[node.id] = counts.get(node.id, 0) + 1
+            elif (
+                isinstance(node, ast.Subscript)
+                and not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+            ):
+                counts[node.value.id] = counts.get(node.value.id, 0) + 2
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Dict)
+            and stmt.value.values
+            and all(isinstance(v, ast.Name) for v in stmt.value.values)
+        ):
+            found[stmt.targets[0].id] = [v.id for v in stmt.value.values]  # type: ignore[attr-defined]
+    return {name: held for name, held in found.items() if counts.get(name) == 1}

@@ -25,6 +25,7 @@ from torchport.check.port._call_sites import (
 )
 from torchport.check.port._device_flow import names_of
 from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.port._handed_on import rest_items, rest_of
 from torchport.check.port._value_kind import Elements, Kind, flat, join, memoized
 from torchport.check.semantic import BindingKind, ScopeMap
 
@@ -179,9 +180,26 @@ class CallerKinds:
         if not isinstance(arg, ast.Starred):
             return self.kind_of(arg)
         elements = self.elements() if self.elements is not None else None
+        handed = self._rest(arg.value, "vararg")  # `g(*args)` of the caller's own
+        if handed is not None:
+            return join(self.kind_of(v) for vs in handed.values() for v in vs)
         if elements is None or not shows_items(arg.value, self.scopes):
             return Kind.UNKNOWN  # (a batch's fields, a call's result: not told, as before)
         return flat(elements(arg.value))
+
+    def _rest(self, held: ast.expr, which: str) -> dict[str | None, list[ast.expr]] | None:
+        """What the callers of the function whose own ``*args`` (``**kwargs``) ``held`` is hand
+        it (``_handed_on``); None where it is not one, or they are not all known."""
+        func = rest_of(held, self.scopes, which)
+        if func is None:
+            return None
+        items = self._starred_items
+        return rest_items(func, which, self.call_sites(func), items)
+
+    def _starred_items(self, arg: ast.expr) -> list[ast.expr] | None:
+        """The items of a starred argument where the code shows them as a display."""
+        held = arg.value if isinstance(arg, ast.Starred) else arg
+        return list(held.elts) if isinstance(held, ast.List | ast.Tuple) else None
 
     def _unpacked(self, call: ast.Call) -> dict[str, list[ast.expr]] | None:
         """Key -> the items the call's ``**d`` hand (``LiteralItems.unpacked``), {} with none;
@@ -190,7 +208,9 @@ class CallerKinds:
         for k in call.keywords:
             if k.arg is None:
                 items = self.facts.flow.items.unpacked(k.value)
-                if items is None:
+                if items is None:  # `g(**kwargs)` of the caller's own: what its callers hand
+                    items = self._rest(k.value, "kwarg")  # type: ignore[assignment]
+                if items is None or None in items:
                     return None
                 for key, values in items.items():
                     found.setdefault(key, []).extend(values)

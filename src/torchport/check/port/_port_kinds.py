@@ -15,6 +15,7 @@ from functools import partial
 
 from torchport.check._context import Context
 from torchport.check.port._host_functions import host_functions
+from torchport.check.port._lambda_factories import spelled_classes
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_facts import PortKinds
 from torchport.check.port._module_functions import (
@@ -31,7 +32,11 @@ from torchport.check.port._reexports import with_reexports
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from torchport.check.port._project_imports import ProjectImports
+
+    T = TypeVar("T")
 
 __all__ = ["may_hold", "port_kinds"]
 
@@ -63,6 +68,7 @@ def port_kinds(
     knowledge.factories |= imported.factories
     functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
     lambdas = _bound_lambdas(tree)
+    spelled = _bound_spellings(ctx, tree)  # `Net = functools.partial(_Net)` (x31al)
     for _ in range(2):  # a factory calling another factory of the module
         before = len(knowledge.factories)
         for func in functions:
@@ -70,6 +76,9 @@ def port_kinds(
                 knowledge.factories.add(func.name)
         for name, lam in lambdas.items():  # `Net = lambda: _Net()` (k31ak: the importer's input)
             if builds(knowledge, lam.body, func=lam):
+                knowledge.factories.add(name)
+        for name, made in spelled.items():
+            if any(builds(knowledge, m, func=tree) for m in made):
                 knowledge.factories.add(name)
         if len(knowledge.factories) == before:
             break  # nothing new: a second round asks the same of the same knowledge
@@ -101,7 +110,9 @@ def port_kinds(
     ]
     hosts = host_functions(ctx, tree)
     own = PortKinds(
-        factories=frozenset(knowledge.factories & {*(f.name for f in functions), *lambdas}),
+        factories=frozenset(
+            knowledge.factories & {*(f.name for f in functions), *lambdas, *spelled}
+        ),
         tensor_functions=frozenset(tensor_functions),
         tensors=frozenset(tensors),
         devices=frozenset(devices),
@@ -118,6 +129,22 @@ def port_kinds(
     return with_reexports(ctx, imported, own)  # and what it re-exports, of the same kinds
 
 
+def _bound_spellings(ctx: Context, tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """``name = functools.partial(_Net)`` and the other spellings of a class at module level
+    (``_lambda_factories.spelled_classes``), bound once (``name``): calls of the class."""
+    found: dict[str, list[ast.expr]] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and (classes := spelled_classes(tree, stmt.value, ctx.qualname))
+        ):
+            calls = [ast.copy_location(ast.Call(func=c, args=[], keywords=[]), c) for c in classes]
+            found[stmt.targets[0].id] = calls  # type: ignore[assignment]
+    return _bound_once(tree, found) if found else found
+
+
 def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
     """``name = lambda ...: body`` (or ``name: T = lambda ...: body``) at module level, the
     module level's only binding of ``name`` (``_lambda_factories``: offered as a factory
@@ -132,8 +159,11 @@ def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
             continue
         if isinstance(target, ast.Name) and isinstance(stmt.value, ast.Lambda):
             found[target.id] = stmt.value
-    if not found:
-        return found
+    return _bound_once(tree, found) if found else found
+
+
+def _bound_once(tree: ast.Module, found: dict[str, T]) -> dict[str, T]:
+    """Those of ``found`` the module level binds once (no def, class or import of them)."""
     counts: dict[str, int] = {}
     for stmt in tree.body:
         if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef, ast.Import, ast.ImportFrom)):
@@ -147,4 +177,4 @@ def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 counts[node.id] = counts.get(node.id, 0) + 1
-    return {name: lam for name, lam in found.items() if counts.get(name) == 1}
+    return {name: held for name, held in found.items() if counts.get(name) == 1}

@@ -57,6 +57,27 @@ _STATEMENT_KIND: dict[type, str] = {
 _OPENS = frozenset({*_FUNCTIONS, ast.ClassDef})
 
 
+def _passed_through(node: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) of each ``with contextlib.nullcontext(value) as target``: the value
+    itself is what the target binds (``nullcontext(enter_result)`` enters as it)."""
+    if not isinstance(node, ast.With | ast.AsyncWith):
+        return []
+    found = []
+    for item in node.items:
+        call, target = item.context_expr, item.optional_vars
+        if target is None or not isinstance(call, ast.Call) or len(call.args) != 1:
+            continue
+        func = call.func
+        if (isinstance(func, ast.Name) and func.id == "nullcontext") or (
+            isinstance(func, ast.Attribute)
+            and func.attr == "nullcontext"
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "contextlib"
+        ):
+            found.append((target, call.args[0]))
+    return found
+
+
 def _with_targets(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
         return [node.target]
@@ -216,6 +237,8 @@ class FileStructure:
                 elif kind is _LOOP:
                     for target in _with_targets(node):
                         scope.loop_bound.update(names_of(target))
+                    for bound, given in _passed_through(node):  # `nullcontext(v) as t`: v
+                        scope.assigns.extend(_pairs(_assigned(bound, given)))
                     if cls is not ast.With and cls is not ast.AsyncWith:
                         scope.loops.append(node)  # (a for loop or a comprehension)
                 else:  # an import
@@ -375,9 +398,15 @@ def _pairs(node: ast.Assign) -> list[tuple[list[ast.expr], ast.expr]]:
     (``t, w = model(x), torch.ones(2)``: ``w`` holds the ones only, not the pair, which
     made it a device value and the ones were left on the CPU unsaid, issue 31) one pair
     per item; a starred target (``a, *rest = model(x), torch.zeros(2)``) one pair per item
-    it takes (a list of them: its items are what the flow knows of it); any other
-    assignment whole."""
+    it takes (a list of them: its items are what the flow knows of it); a conditional of
+    two such (``t, w = (a, b) if c else (d, e)``) each branch's; any other assignment whole."""
     (target, *more), value = node.targets, node.value
+    if not more and isinstance(value, ast.IfExp) and isinstance(target, ast.Tuple | ast.List):
+        sides = (value.body, value.orelse)
+        branches = [_pairs(_assigned(target, v)) for v in sides]
+        if all(b[0][1] is not v for b, v in zip(branches, sides, strict=True)):
+            return [pair for b in branches for pair in b]  # (each branch split: its items)
+        return [(node.targets, value)]
     if (
         more
         or not isinstance(target, ast.Tuple | ast.List)
@@ -399,3 +428,8 @@ def _pairs(node: ast.Assign) -> list[tuple[list[ast.expr], ast.expr]]:
     pairs += [([target.elts[star]], v) for v in taken]
     tail = value.elts[len(value.elts) - after :] if after else []
     return pairs + [([t], v) for t, v in zip(target.elts[star + 1 :], tail, strict=True)]
+
+
+def _assigned(target: ast.expr, value: ast.expr) -> ast.Assign:
+    """``target = value`` as an assignment (a branch of a conditional, for ``_pairs``)."""
+    return ast.Assign(targets=[target], value=value, lineno=value.lineno)

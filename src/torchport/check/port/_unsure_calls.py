@@ -9,7 +9,7 @@ import ast
 from torchport.check._context import Context
 from torchport.check.port._project_view import project_of
 
-__all__ = ["unsure_calls"]
+__all__ = ["dynamic_calls", "unsure_calls"]
 
 
 def unsure_calls(ctx: Context) -> list[ast.Call]:
@@ -30,6 +30,33 @@ def unsure_calls(ctx: Context) -> list[ast.Call]:
         if id(node) not in placed
         and project.unsure_class(node.func)
         and _imported(ctx, _root(node.func))
+    ]
+
+
+def dynamic_calls(ctx: Context, has_models: bool) -> list[ast.Call]:
+    """Calls of ``globals()[key]`` (``vars()``, ``locals()``) with a key the code computes
+    (``globals()[args.arch](...)``) in a file that defines a model class (``has_models``),
+    unless the code places what it makes itself: which class it calls, only a run tells
+    (x31al: a model made so, and its input, were left on the CPU with "0 left")."""
+    if not has_models:
+        return []
+    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+    placed = {
+        id(c.func.value)
+        for c in calls
+        if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
+    }
+    return [
+        c
+        for c in calls
+        if id(c) not in placed
+        and isinstance(c.func, ast.Subscript)
+        and isinstance(table := c.func.value, ast.Call)
+        and isinstance(table.func, ast.Name)
+        and table.func.id in ("globals", "vars", "locals")
+        and not table.args
+        and not isinstance(c.func.slice, ast.Constant)
+        and table.func.id not in ctx.scopes.module.bindings
     ]
 
 

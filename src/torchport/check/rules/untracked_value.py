@@ -93,7 +93,7 @@ class UntrackedValue(Rule):
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
         from torchport.check.port._text_values import evidently_text
-        from torchport.check.port._unsure_calls import unsure_calls
+        from torchport.check.port._unsure_calls import dynamic_calls, unsure_calls
 
         facts = port_facts(ctx)
 
@@ -146,6 +146,13 @@ class UntrackedValue(Rule):
                 f"check what `{ast.unparse(call.func)[:40]}` is: the project binds it more than "
                 "once, dynamically or through a module the port cannot read, so if it is a "
                 "model the port cannot place it nor what it meets"
+            )
+            yield ctx.finding(self, call, message=message)
+        for call in dynamic_calls(ctx, bool(facts.known.classes)):
+            message = (
+                f"check what `{ast.unparse(call.func)[:40]}` calls: the port could not follow "
+                "a class looked up by a computed name, so if it is a model the port cannot "
+                "place it nor what it meets"
             )
             yield ctx.finding(self, call, message=message)
         for call in cpu_placements(port_facts(ctx)):
