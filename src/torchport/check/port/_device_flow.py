@@ -35,7 +35,7 @@ from torchport.check.port._collected import (
 from torchport.check.port._cpu_names import follows_a_tensor_name, names_cpu, to_cpu
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
-from torchport.check.port._iterated import ITERATES, first_item_of, taken
+from torchport.check.port._iterated import ITERATES, first_item_of, positions_taken, taken
 from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
@@ -391,10 +391,12 @@ class DeviceFlow:
         while changed:  # device values: a fixed point over the scope's bindings
             changed = False
             for targets, value in scope.assigns:
-                for name in self._device_positions(targets, value):  # `t, w = make()`
-                    if name not in values:
-                        values.add(name)
-                        changed = True
+                flags = self.item_calls.get(id(value)) if self.item_calls else None
+                for part in positions_taken(targets, flags):  # `t, w = make()`
+                    for name in names_of(part):
+                        if name not in values:
+                            values.add(name)
+                            changed = True
                 if self.on_device(value, scope) and (unpack or not unpacked(targets, value, scope)):
                     for target in targets:
                         for name in names_of(target):
@@ -422,17 +424,6 @@ class DeviceFlow:
                 ):
                     values.add(holder)
                     changed = True
-
-    def _device_positions(self, targets: list[ast.expr], value: ast.expr) -> list[str]:
-        """The names a tuple target takes from the device items of an own call's returned
-        tuples (``item_calls``); none where the target's shape is not the tuples'."""
-        flags = self.item_calls.get(id(value)) if self.item_calls else None
-        if flags is None or len(targets) != 1 or not isinstance(targets[0], ast.Tuple | ast.List):
-            return []
-        elts = targets[0].elts
-        if len(elts) != len(flags) or any(isinstance(e, ast.Starred) for e in elts):
-            return []
-        return [n for e, device in zip(elts, flags, strict=True) if device for n in names_of(e)]
 
     def taken(self, loop: ast.AST, scope: PortScope) -> list[tuple[ast.expr, ast.expr]]:
         """What each part of ``loop``'s target takes an item of (``_iterated.taken``)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-__all__ = ["ITERATES", "first_item_of", "literal_rows", "taken"]
+__all__ = ["ITERATES", "first_item_of", "literal_rows", "positions_taken", "taken"]
 
 # What binds a target per item of an iterable: a `for` statement, a comprehension's `for`.
 ITERATES = (ast.For, ast.AsyncFor, ast.comprehension)
@@ -139,3 +139,15 @@ def _builtin_call(expr: ast.expr, builtin: Callable[[str], bool]) -> str | None:
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and builtin(expr.func.id):
         return expr.func.id
     return None
+
+
+def positions_taken(targets: list[ast.expr], flags: tuple[bool, ...] | None) -> list[ast.expr]:
+    """The parts of a tuple target (``targets``, one) at the positions ``flags`` marks: of
+    an own call's returned tuples, which items are device values (``t, w = make()``,
+    ``DeviceFlow.item_calls``); none where the target's shape is not the tuples'."""
+    if flags is None or len(targets) != 1 or not isinstance(targets[0], ast.Tuple | ast.List):
+        return []
+    parts = targets[0].elts
+    if len(parts) != len(flags) or any(isinstance(e, ast.Starred) for e in parts):
+        return []
+    return [part for part, device in zip(parts, flags, strict=True) if device]
