@@ -128,14 +128,18 @@ def test_a_lambda_factory_imported_from_a_project_module_is_moved_with_its_input
     """No child: the script's model and input are both moved, nothing left (the run below)."""
     with tempfile.TemporaryDirectory() as tmp:
         for i, made in enumerate(FACTORIES.values()):
-            root = Path(tmp) / f"p{i}"
-            for rel, text in _project(made, "module").items():
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text(text, encoding="utf-8")
-            result = port_paths([root], jobs=1)
-            assert not result.errors and not result.remaining, (made, result.remaining)
-            script = (root / "train.py").read_text(encoding="utf-8")
+            script = _ported_script(Path(tmp) / f"p{i}", made, "module")
             assert "m.Net().to(device)" in script and "4).to(device)" in script, script
+
+
+def _ported_script(root: Path, made: str, spelling: str) -> str:
+    """The project's ``train.py`` after ``port`` of ``root``, which must leave nothing."""
+    for rel, text in _project(made, spelling).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    result = port_paths([root], jobs=1)
+    assert not result.errors and not result.remaining, (made, result.remaining)
+    return (root / "train.py").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow  # one child of six projects
@@ -189,13 +193,7 @@ def test_other_factory_spellings_are_moved_with_their_input() -> None:
         assert "x = torch.randn(2, 4).to(device)" in ported.source, ported.source
     with tempfile.TemporaryDirectory() as tmp:
         for i, made in enumerate(LEFT.values()):
-            root = Path(tmp) / f"p{i}"
-            for rel, text in _project(made, "from").items():
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text(text, encoding="utf-8")
-            result = port_paths([root], jobs=1)
-            assert not result.errors and not result.remaining, (made, result.remaining)
-            script = (root / "train.py").read_text(encoding="utf-8")
+            script = _ported_script(Path(tmp) / f"p{i}", made, "from")
             assert "net = Net().to(device)" in script and "4).to(device)" in script, script
 
 
