@@ -74,6 +74,7 @@ def test_a_numpy_call_that_writes_its_array_is_said_and_a_read_is_moved() -> Non
 @pytest.mark.parametrize(
     "use", HANDED_ON, ids=["handed to a writer", "in a list", "numpy() written"]
 )
+@pytest.mark.slow  # (a child per case)
 @pytest.mark.xfail(strict=True, reason="q31am: another sharing tensor handed on: 0 left, wrong")
 def test_another_sharing_tensor_written_where_it_is_handed_on(use: str) -> None:
     placed_or_said([_program(use)])

@@ -16,8 +16,9 @@ name there), or every other use of the array's name after it (and, for a module-
 any function that does not bind the name) is a read that makes a new value (an attribute,
 arithmetic, a comparison, ``len``, ``print``, a copying method such as
 ``.copy()``/``.astype()``/``.sum()``, a library function known to read only: ``np.mean(a)``,
-``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``, ``out=a``, nor a call of unknown
-code, which may write; another sharing tensor of it that no name writes in place, as this one),
+``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``, ``out=a`` or an ``out`` in its
+place (``np.exp(a, a)``), ``overwrite_input=``, ``copy=``, nor a call of unknown code, which
+may write; another sharing tensor of it that no name writes in place, as this one),
 and no name bound to the tensor, or to a view of it (``u = t.view(-1)``, ``for row in t``;
 b31al), is written in place. Otherwise TP503 reports it, with no fix. A call of the file's own
 function that returns such a tensor of its parameter (``def to_tensor(arr): return
