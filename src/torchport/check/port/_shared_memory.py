@@ -16,8 +16,9 @@ name there), or every other use of the array's name after it (and, for a module-
 any function that does not bind the name) is a read that makes a new value (an attribute,
 arithmetic, a comparison, ``len``, ``print``, a copying method such as
 ``.copy()``/``.astype()``/``.sum()``, a library function known to read only: ``np.mean(a)``,
-``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``, ``out=a``, nor a call of unknown
-code, which may write; another sharing tensor of it that no name writes in place, as this one),
+``plt.plot(a)``, ``json.dumps``; never ``np.copyto(a, v)``, ``out=a`` or an ``out`` in its
+place (``np.exp(a, a)``), ``overwrite_input=``, ``copy=``, nor a call of unknown code, which
+may write; another sharing tensor of it that no name writes in place, as this one),
 and no name bound to the tensor, or to a view of it (``u = t.view(-1)``, ``for row in t``;
 b31al), is written in place. Otherwise TP503 reports it, with no fix. A call of the file's own
 function that returns such a tensor of its parameter (``def to_tensor(arr): return
@@ -63,6 +64,18 @@ _NUMPY_READERS = frozenset(
      "count_nonzero", "any", "all", "round", "around", "clip", "polyfit", "shape", "ndim",
      "size", "linalg.norm"}
 )  # fmt: skip
+# Where a reader's positional `out` stands (`np.exp(a, a)`, `np.clip(a, 0, 1, a)`: a write,
+# q31am); a call with that many positional arguments may write one of them.
+_NUMPY_OUT_AT = {
+    **dict.fromkeys(("abs", "absolute", "exp", "log", "sqrt", "square", "isnan", "isfinite"), 1),
+    **dict.fromkeys(("matmul", "dot", "concatenate", "stack", "round", "around", "max", "min",
+                     "amax", "amin", "argmax", "argmin", "median", "any", "all"), 2),
+    **dict.fromkeys(("clip", "cumsum", "sum", "mean", "std", "var", "prod", "percentile",
+                     "quantile"), 3),
+}  # fmt: skip
+# Keywords that may make a reader write its array or hand it back (`np.median(a,
+# overwrite_input=True)`, `a.astype(t, copy=False)`: q31am), or hide one (`**k`).
+_WRITING_KEYWORDS = ("out", "copy", "overwrite_input", None)
 
 
 def shared_memory(node: ast.Call, facts: PortFacts) -> str:
@@ -154,7 +167,9 @@ def _reads(use: ast.expr, facts: PortFacts) -> bool:
     if isinstance(up, ast.Attribute):
         call = facts.parents.get(id(up))
         if isinstance(call, ast.Call) and call.func is up:
-            return up.attr in _COPYING
+            return up.attr in _COPYING and not any(
+                k.arg in _WRITING_KEYWORDS for k in call.keywords
+            )
         return up.attr not in _VIEWS or _reads(up, facts)
     if isinstance(up, ast.BinOp | ast.Compare | ast.UnaryOp | ast.FormattedValue):
         return True
@@ -173,10 +188,12 @@ def _reader(call: ast.Call, facts: PortFacts) -> bool:
     name = facts.ctx.qualname(call.func) or (
         call.func.id if isinstance(call.func, ast.Name) else ""
     )
-    if any(k.arg in ("out", "copy", None) for k in call.keywords):
+    if any(k.arg in _WRITING_KEYWORDS for k in call.keywords):
         return False  # `np.clip(a, 0, 1, out=a)`, `np.array(a, copy=False)`, `**k`
     if name.startswith("numpy."):
-        return name[6:] in _NUMPY_READERS
+        out_at = _NUMPY_OUT_AT.get(name[6:], len(call.args))
+        starred = any(isinstance(a, ast.Starred) for a in call.args)  # `np.exp(*arrays)`
+        return name[6:] in _NUMPY_READERS and len(call.args) <= out_at and not starred
     return name in _READERS or name.startswith("matplotlib.pyplot.")
 
 
