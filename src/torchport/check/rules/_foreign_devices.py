@@ -31,10 +31,11 @@ in an f-string), and one at least another library's. Anything else keeps the fin
 call, a call of anything else (a class of the project, an unknown callee), a return, an
 attribute store (``self.device = device``), an alias (``d = device``), a container, an
 f-string used otherwise, a ``global``/``nonlocal`` of the name, a file calling
-``eval``/``exec``/``globals``/``locals``/``vars``. Not followed, so kept: class fields and
-attributes (a project's config class passing ``config.device`` on: slower-whisper's
-``TranscriptionConfig``), a module reached as ``mod.f`` or re-exported by a package, a
-user class's own ``.to(str)``.
+``eval``/``exec``/``globals``/``locals``/``vars`` or spelling a read of a module as an object
+(``sys.modules``, ``import __main__``, ``import_module(``, ``__import__(``). Not followed, so
+kept: class fields and attributes (a project's config class passing ``config.device`` on:
+slower-whisper's ``TranscriptionConfig``), a module reached as ``mod.f`` or re-exported by a
+package, a user class's own ``.to(str)``.
 
 ``_cuda_choice.NOT_TORCH`` holds libraries whose device parameters name their own devices:
 CTranslate2 and faster-whisper (``"cpu"``, ``"cuda"``, ``"auto"``), XGBoost, LightGBM (the
@@ -63,6 +64,8 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
 _INTROSPECTION = ("eval(", "exec(", "globals(", "locals(", "vars(")
+# the module read as an object (its globals as attributes: breaker c34am)
+_SELF_READS = ("sys.modules", "import __main__", "import_module(", "__import__(")
 _INTROSPECTED = frozenset({"eval", "exec", "globals", "locals", "vars"})
 _LOGS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 _DEPTH = 3
@@ -76,7 +79,7 @@ def only_foreign_uses(node: ast.AST, ctx: Context, libraries: frozenset[str]) ->
     """Whether the device value at ``node`` (an assignment or annotated one to a plain name,
     a conditional bound to one, an ``add_argument`` option, a call of a module function
     given it) reaches only other libraries (the module docstring)."""
-    if any(w in ctx.source for w in _INTROSPECTION):
+    if any(w in ctx.source for w in (*_INTROSPECTION, *_SELF_READS)):
         return False
     flow = _Flow(ctx, libraries)
     if isinstance(node, ast.IfExp):
