@@ -16,7 +16,9 @@ _TAILS = frozenset({"init_process_group"})
 class HardCodedNccl(Rule):
     """## What it does
     Finds `torch.distributed.init_process_group("nccl")` and `backend="nccl"`,
-    also in a backend per device (`"cuda:nccl,cpu:gloo"`, reported without a fix).
+    also in a backend per device (`"cuda:nccl,cpu:gloo"`) or a name or attribute bound to
+    one first (`backend = "nccl"`; `args.dist_backend = "nccl"` earlier in the call's block,
+    nothing between handing `args` on): those without a fix.
 
     ## Why is this bad?
     NCCL exists only for NVIDIA (and ROCm) GPUs: the same script fails under
@@ -40,7 +42,13 @@ class HardCodedNccl(Rule):
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
     call_attrs = _TAILS
-    valid = ('import torch.distributed as dist\n\ndist.init_process_group("gloo")\n',)
+    valid = (
+        'import torch.distributed as dist\n\ndist.init_process_group("gloo")\n',
+        "import torch\n"
+        "import torch.distributed as dist\n\n"
+        'backend = "nccl" if torch.cuda.is_available() else "gloo"\n'
+        "dist.init_process_group(backend)\n",
+    )
     invalid = (
         Example(
             "import torch\n"
@@ -58,6 +66,11 @@ class HardCodedNccl(Rule):
         Example(
             'import torch.distributed as dist\n\ndist.init_process_group("cuda:nccl,cpu:gloo")\n'
         ),
+        Example(
+            "import torch.distributed as dist\n\n"
+            'backend = "nccl"\n'
+            "dist.init_process_group(backend)\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -66,10 +79,16 @@ class HardCodedNccl(Rule):
             return
         given = keyword(node, "backend")
         backend = given.value if given is not None else (node.args[0] if node.args else None)
+        if isinstance(backend, ast.Name | ast.Attribute):  # bound first: said, no fix
+            if isinstance(backend, ast.Name):  # `backend = "nccl"`
+                bound = ctx.value_of(backend)  # (None where it may hold different values)
+            else:  # `args.dist_backend = "nccl"` (DETR's `init_distributed_mode`, rf-detr)
+                bound = _stored_before(backend, ctx.ancestors)
+            if bound is not None and _names_nccl((string_value(bound) or "").lower()):
+                yield ctx.finding(self, backend)
+            return
         spec = (string_value(backend) or "").lower()
-        if backend is None or "nccl" not in {
-            part.partition(":")[2] or part for part in spec.split(",")
-        }:
+        if backend is None or not _names_nccl(spec):
             return
         if spec != "nccl":  # "cuda:nccl,cpu:gloo": a backend per device, XCCL and others left out
             yield ctx.finding(self, backend)
@@ -84,3 +103,48 @@ class HardCodedNccl(Rule):
             edits = torch[1]
         fix = Fix((ctx.replace(backend, text), *edits), FixSafety.UNSAFE)
         yield ctx.finding(self, backend, fix=fix)
+
+
+def _names_nccl(spec: str) -> bool:
+    """Whether a backend spec (``"nccl"``, ``"cuda:nccl,cpu:gloo"``) names NCCL."""
+    return "nccl" in {part.partition(":")[2] or part for part in spec.split(",")}
+
+
+def _stored_before(target: ast.Attribute, ancestors: list[ast.AST]) -> ast.expr | None:
+    """What ``X.attr = value`` last stored, a statement of the block holding the call before
+    it, where no statement between mentions ``X`` but to read its other attributes (a call
+    handed ``X`` whole, a store of ``X.attr`` in a branch, ``X`` rebound: None)."""
+    owner = target.value
+    at = next(
+        (i for i in range(len(ancestors) - 1, 0, -1) if isinstance(ancestors[i], ast.stmt)), 0
+    )
+    if not isinstance(owner, ast.Name) or not at:
+        return None
+    stmt, parent = ancestors[at], ancestors[at - 1]
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            break
+    else:
+        return None
+    for before in reversed(block[: next(i for i, s in enumerate(block) if s is stmt)]):
+        if (
+            isinstance(before, ast.Assign)
+            and len(before.targets) == 1
+            and isinstance(stored := before.targets[0], ast.Attribute)
+            and isinstance(stored.value, ast.Name)
+            and (stored.value.id, stored.attr) == (owner.id, target.attr)
+        ):
+            return before.value
+        names = sum(isinstance(n, ast.Name) and n.id == owner.id for n in ast.walk(before))
+        other_reads = sum(
+            isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == owner.id
+            and n.attr != target.attr
+            and isinstance(n.ctx, ast.Load)
+            for n in ast.walk(before)
+        )
+        if names != other_reads:
+            return None
+    return None
