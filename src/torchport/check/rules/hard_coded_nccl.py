@@ -121,12 +121,11 @@ def _stored_before(target: ast.Attribute, ancestors: list[ast.AST]) -> ast.expr 
     if not isinstance(owner, ast.Name) or not at:
         return None
     stmt, parent = ancestors[at], ancestors[at - 1]
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is stmt for s in block):
-            break
-    else:
+    blocks = (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+    held = [b for b in blocks if isinstance(b, list) and any(s is stmt for s in b)]
+    if not held:
         return None
+    block = held[0]
     for before in reversed(block[: next(i for i, s in enumerate(block) if s is stmt)]):
         if (
             isinstance(before, ast.Assign)
@@ -136,15 +135,18 @@ def _stored_before(target: ast.Attribute, ancestors: list[ast.AST]) -> ast.expr 
             and (stored.value.id, stored.attr) == (owner.id, target.attr)
         ):
             return before.value
-        names = sum(isinstance(n, ast.Name) and n.id == owner.id for n in ast.walk(before))
-        other_reads = sum(
-            isinstance(n, ast.Attribute)
-            and isinstance(n.value, ast.Name)
-            and n.value.id == owner.id
-            and n.attr != target.attr
-            and isinstance(n.ctx, ast.Load)
-            for n in ast.walk(before)
-        )
-        if names != other_reads:
+        names = reads = 0  # of `X`, and of `X.other` (the only mentions that keep the value)
+        for n in ast.walk(before):
+            if isinstance(n, ast.Name) and n.id == owner.id:
+                names += 1
+            elif (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == owner.id
+                and n.attr != target.attr
+                and isinstance(n.ctx, ast.Load)
+            ):
+                reads += 1
+        if names != reads:
             return None
     return None
