@@ -135,7 +135,7 @@ def _stored_before(target: ast.Attribute, ancestors: list[ast.AST]) -> ast.expr 
             and (stored.value.id, stored.attr) == (owner.id, target.attr)
         ):
             return before.value
-        names = reads = 0  # of `X`, and of `X.other` (the only mentions that keep the value)
+        names = reads = 0  # of `X`, and of `X.other` (no other mention keeps the value)
         for n in ast.walk(before):
             if isinstance(n, ast.Name) and n.id == owner.id:
                 names += 1
