@@ -56,8 +56,9 @@ def report_changes(
                 print(f"    {n} x {code} {name} ({safety} fix)", file=report)
     for error in result.errors:
         print(error, file=sys.stderr)
-    if result.remaining or result.unplaced or (result.held and not args.quiet):
-        if left_title and not args.quiet and (result.remaining or result.unplaced):
+    listed = bool(result.remaining or result.unplaced)
+    if listed:
+        if left_title and not args.quiet:
             print(left_title, file=report)
         report.write(
             render_text(
@@ -84,3 +85,5 @@ def report_changes(
         n = len(result.errors)
         summary += f"; {n} error{'s' * (n != 1)} (above): those files were not fully fixed"
     print(summary + ".", file=report)
+    if result.held and not listed:  # never "0 left" alone over what a default run left out
+        report.write(render_text([], applied=applied, held=result.held))

@@ -164,7 +164,9 @@ def _summary(
         unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings and not unplaced:
         if held:  # never "All checks passed." over findings only left out of the listing
-            shown = [f"No findings shown: {held_note(held)}."]
+            # under a fix's list of what it changed, "No findings shown" would read as if
+            # nothing had been fixed
+            shown = [f"{'Not shown' if applied else 'No findings shown'}: {held_note(held)}."]
             return [*shown, f"And {unchecked}."] if errors else shown
         return [f"No findings, but {unchecked}." if errors else "All checks passed."]
     # Every file holding a counted finding: placed ones, and unplaced ones (a dry-run
