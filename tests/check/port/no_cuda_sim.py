@@ -167,6 +167,34 @@ def placed_or_said(sources: Sequence[str], *, apart: bool = False, printed: bool
     assert not silent, silent[0]
 
 
+# A child's runner of one generated project: its ``train.py`` as ``__main__`` with ``OUT`` (the
+# list it appends its results to) and the project's folder first on ``sys.path``, seeded;
+# every module imported from the folder is dropped afterwards, so that the next project's
+# ``model.py`` is its own. ``{"out": [...]}``, or ``{"error": "Type: message"}``.
+RUN_PROJECT = """
+import runpy, sys, warnings
+import torch
+
+def run_project(root):
+    out = []
+    sys.path.insert(0, root)
+    before = set(sys.modules)
+    torch.manual_seed(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runpy.run_path(root + "/train.py", {"OUT": out}, "__main__")
+        return {"out": out}
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        sys.path.remove(root)
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(root):
+                del sys.modules[name]
+"""
+
+
 def in_a_child(child_source: str, job: Any) -> Any:
     """Run ``child_source`` in a child (``TORCHPORT_DEVICE`` unset; forked off a server that
     has imported torch, :mod:`tests.preloaded`) with ``job`` as a JSON file named by

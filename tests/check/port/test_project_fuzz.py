@@ -33,6 +33,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.check.port.no_cuda_sim import RUN_PROJECT
 from tests.check.port.siblings import load
 from tests.preloaded import run_python
 from torchport.check import port_paths
@@ -340,31 +341,16 @@ def test_a_lone_file_has_no_project() -> None:
     assert port_source(text) == text
 
 
-_SIM_CHILD = """
-import itertools, json, runpy, sys, warnings
-import torch
+_SIM_CHILD = (
+    RUN_PROJECT
+    + """
+import json
 from torchport.testing import simulate_accelerator
 
 simulate_accelerator()
-warnings.simplefilter("ignore")
-results = {}
-for root in sys.argv[1:]:
-    out = []
-    sys.path.insert(0, root)
-    before = set(sys.modules)
-    torch.manual_seed(0)
-    try:
-        runpy.run_path(root + "/train.py", {"OUT": out}, "__main__")
-        results[root] = {"out": out}
-    except Exception as exc:
-        results[root] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    finally:
-        sys.path.remove(root)
-        for name in set(sys.modules) - before:
-            if (getattr(sys.modules[name], "__file__", None) or "").startswith(root):
-                del sys.modules[name]
-print(json.dumps(results))
+print(json.dumps({root: run_project(root) for root in sys.argv[1:]}))
 """
+)
 
 
 def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> None:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import in_a_child
+from tests.check.port.no_cuda_sim import RUN_PROJECT, in_a_child
 from torchport.check import port_paths
 
 _NET = """import torch
@@ -140,35 +140,18 @@ def project(layout: str, spelling: str) -> dict[str, str]:
     return files
 
 
-_CHILD = """
-import json, runpy, sys, warnings
-import torch
-
-def go(root):
-    out = []
-    sys.path.insert(0, root)
-    before = set(sys.modules)
-    torch.manual_seed(0)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            runpy.run_path(root + "/train.py", {"OUT": out}, "__main__")
-        return {"out": out}
-    except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    finally:
-        sys.path.remove(root)
-        for name in set(sys.modules) - before:
-            if (getattr(sys.modules[name], "__file__", None) or "").startswith(root):
-                del sys.modules[name]
+_CHILD = (
+    RUN_PROJECT
+    + """
+import json
 
 pairs = json.loads(open(sys.argv[1]).read())
-cpus = [go(original) for original, _ in pairs]
+cpus = [run_project(original) for original, _ in pairs]
 from torchport.testing import simulate_accelerator
 simulate_accelerator()
 results = []
 for cpu, (original, ported) in zip(cpus, pairs):
-    now = go(ported)
+    now = run_project(ported)
     entry = {"cpu": cpu.get("error"), "now": now.get("error")}
     if "out" in now and "out" in cpu:
         entry["devices"] = [str(t.device) for t in now["out"]]
@@ -178,6 +161,7 @@ for cpu, (original, ported) in zip(cpus, pairs):
     results.append(entry)
 print(json.dumps(results))
 """
+)
 
 
 def placed_or_reported(cases: list[tuple[str, str]]) -> list[dict[str, Any]]:
