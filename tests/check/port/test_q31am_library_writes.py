@@ -13,11 +13,12 @@ moved. Broken by q31am, each "0 left" and the original's values lost on ``sim`` 
   partly sorts ``a`` in place: the keyword is refused as ``out=`` is;
 - ``a.astype(np.float32, copy=False)`` written: the array itself where its dtype matches.
 
-Left (strict xfail): another sharing tensor of the array that no name holds, handed to the
-file's own function that writes it in place (``bump(torch.from_numpy(a))``), kept in a list
-and written (``us = [torch.from_numpy(a)]``), or turned back into an array that is written
-(``torch.from_numpy(a).numpy()``): counted a read as ``model(torch.from_numpy(a))`` is (the near
-form that holds, n31al's test).
+Said since the lead's change of 2026-12-02 (a strict xfail until then, counted a read as
+``model(torch.from_numpy(a))`` is, the near form that holds, n31al's test): another sharing
+tensor of the array that no name holds, handed to the file's own function that writes it in
+place (``bump(torch.from_numpy(a))``), kept in a list and written (``us =
+[torch.from_numpy(a)]``), or turned back into an array that is written
+(``torch.from_numpy(a).numpy()``).
 
 The oracle (``no_cuda_sim``, apart from the port): the original on the CPU, the port on the
 simulated accelerator: a finding left, or the original's values with every output on ``sim:0``.
@@ -59,7 +60,7 @@ READS = (  # the near forms: moved, the original's values
     "print(np.exp(a), np.clip(a, 0.5, 1.0), np.median(a), np.mean(a, 0), np.max(a, 0))",
     "b = a.astype(np.float32)\nb[0, 0] = 9.0",
 )
-HANDED_ON = (  # left by q31am: 0 left, the original's values lost
+HANDED_ON = (  # left by q31am (0 left, the original's values lost): said now
     "bump(torch.from_numpy(a))",
     "us = [torch.from_numpy(a)]\nus[0].mul_(2.0)",
     "v = torch.from_numpy(a).numpy()\nv[0, 0] = 5.0",
@@ -75,6 +76,5 @@ def test_a_numpy_call_that_writes_its_array_is_said_and_a_read_is_moved() -> Non
     "use", HANDED_ON, ids=["handed to a writer", "in a list", "numpy() written"]
 )
 @pytest.mark.slow  # (a child per case)
-@pytest.mark.xfail(strict=True, reason="q31am: another sharing tensor handed on: 0 left, wrong")
 def test_another_sharing_tensor_written_where_it_is_handed_on(use: str) -> None:
     placed_or_said([_program(use)])

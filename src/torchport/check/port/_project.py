@@ -176,6 +176,12 @@ def _facts_of(
     # by importing them from another project module (`from .model import Net` in a package's
     # __init__, a star import) or by naming one (`Net = _Net`): each resolves to its definition.
     given = models | reexported_classes(ctx, imported, knowledge.classes)
+    owners = owners_of(ctx, imported, models)
+    # Every class an importer takes is an owner (a view for owners relies on it): an alias
+    # whose owner cannot be resolved (`alias = model.Net` in model.py, reading itself through
+    # its own import while it is made) is left out, as an unresolved name is.
+    owned = {name for name, _ in owners}
+    given = frozenset(n for n in given if n in owned)
     if kinds:
         port: object = port_kinds(ctx, imported, knowledge, models)
     else:  # made on first read, from what they rest on (not the tree: the text)
@@ -186,7 +192,7 @@ def _facts_of(
         path=ctx.path,
         classes=given,
         plain_classes=frozenset(names - models),
-        owners=owners_of(ctx, imported, models),
+        owners=owners,
         defined=bound_names(tree),
         may_hold=may_hold(tree),
         imports=reexports[0],

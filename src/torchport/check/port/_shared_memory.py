@@ -20,7 +20,12 @@ arithmetic, a comparison, ``len``, ``print``, a copying method such as
 place (``np.exp(a, a)``), ``overwrite_input=``, ``copy=``, nor a call of unknown code, which
 may write; another sharing tensor of it that no name writes in place, as this one),
 and no name bound to the tensor, or to a view of it (``u = t.view(-1)``, ``for row in t``;
-b31al), is written in place. Otherwise TP503 reports it, with no fix. A call of the file's own
+b31al), is written in place, nor handed where a write is out of this walk's sight: the file's
+own function that writes or hands on that parameter, a function reading the name as a free
+name, a torch function that writes (``torch.nn.init``, a trailing ``_``, ``out=``), a
+container, a tuple unpacked, an attribute (``_handed_on``; an unnamed tensor,
+``bump(torch.from_numpy(a))``, is followed to where it goes). Otherwise TP503 reports it, with
+no fix. A call of the file's own
 function that returns such a tensor of its parameter (``def to_tensor(arr): return
 torch.from_numpy(arr)``) shares the argument it is handed: asked as the maker is, of that
 argument (issue 31). Syntax only: an array another module holds, or a parameter's caller
@@ -105,7 +110,9 @@ def shared_memory(node: ast.Call, facts: PortFacts) -> str:
     ):  # `a = torch.from_numpy(a)`, `s = torch.unsqueeze(torch.from_numpy(s), 0)`
         return ""  # the array has no other name here after it
     after = getattr(statement, "end_lineno", None) or node.lineno
-    written = _written(bound, scope, facts, after)
+    written = (
+        _written(bound, scope, facts, after) if bound else _unbound_written(node, scope, facts)
+    )
     for use in _uses(source.id, scope, facts):
         if use is source:
             continue
@@ -176,7 +183,10 @@ def _reads(use: ast.expr, facts: PortFacts) -> bool:
     if isinstance(up, ast.Call) and use in up.args:
         if use is up.args[0] and facts.ctx.qualname(up.func) in SHARING and not up.keywords:
             scope = facts.scope_of.get(id(up)) or facts.module  # another tensor over it:
-            return not _written(_bound(up, facts), scope, facts, up.lineno - 1)  # unwritten
+            names = _bound(up, facts)  # unwritten, by its names or where it goes (q31am)
+            if not names:
+                return not _unbound_written(up, scope, facts)
+            return not _written(names, scope, facts, up.lineno - 1)
         return _reader(up, facts)
     return False
 
@@ -252,12 +262,27 @@ def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int)
         names = grown
 
 
-def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> bool:
+def _written(
+    names: set[str], scope: PortScope, facts: PortFacts, after: int, depth: int = 0
+) -> bool:
     """Whether a name bound to the tensor, or to a view of it, is written in place after line
-    ``after`` (``t[0] = 4``, ``t += 1``, ``t.add_(1)``, ``u = t.view(-1); u[0] = 4``)."""
+    ``after`` (``t[0] = 4``, ``t += 1``, ``t.add_(1)``, ``u = t.view(-1); u[0] = 4``), or
+    handed where it may be written and this walk does not look (:func:`_handed_on`): in a
+    function that reads the name from this scope (``def bump(): t[0] = 9``), a callee, a
+    container, a tuple unpacked."""
     names = _with_views(names, scope, facts, after) if names else names
+    if not names:
+        return False
+    for inner in _inner_scopes(scope, facts):
+        free = names - inner.local
+        if free and _written(free, inner, facts, 0, depth):
+            return True
     for node in scope.nodes:
         if getattr(node, "lineno", 0) <= after:
+            continue
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            if _handed_on(node, facts, depth):
+                return True
             continue
         target: ast.expr
         if isinstance(node, ast.AugAssign):
@@ -273,6 +298,113 @@ def _written(names: set[str], scope: PortScope, facts: PortFacts, after: int) ->
         if isinstance(target, ast.Name) and target.id in names:
             return True
     return False
+
+
+def _inner_scopes(scope: PortScope, facts: PortFacts) -> list[PortScope]:
+    """The functions that may read ``scope``'s names as their own free names: every function
+    for the module (a method's enclosing scope is a class body), the nested ones for a
+    function."""
+    if scope is facts.module:
+        return facts.scopes[1:]
+    found = []
+    for inner in facts.scopes[1:]:
+        outer = inner.outer
+        while outer is not None and outer is not scope:
+            outer = outer.outer
+        if outer is scope:
+            found.append(inner)
+    return found
+
+
+def _handed_on(value: ast.expr, facts: PortFacts, depth: int = 0) -> bool:
+    """Whether the tensor ``value`` (a name of it, or the maker's call) is handed where it may
+    be written and the syntax-only walk does not follow it: into a container or a tuple
+    (``holder = [t]``, ``u, w = t, 1``; not a torch function's list: ``torch.cat([t, u])``),
+    stored in an attribute or an item, handed to a torch function that writes (every
+    ``torch.nn.init`` function, a name ending in ``_``, an ``out=``), or to the file's own
+    function that writes or hands on that parameter (``bump(t)``). A call of other code
+    (``model(t)``, ``print(t)``) reads it, as before (n31al's near form)."""
+    up = facts.parents.get(id(value))
+    handed: ast.expr | ast.keyword = value
+    if isinstance(up, ast.keyword):
+        handed, up = up, facts.parents.get(id(up))
+    if isinstance(up, ast.List | ast.Tuple | ast.Set | ast.Dict | ast.Starred):
+        outer = facts.parents.get(id(up))
+        if isinstance(outer, ast.Call) and up in outer.args:
+            return not _torch_reader(outer, facts)
+        return True
+    if isinstance(up, ast.Assign | ast.AnnAssign) and up.value is value:
+        targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+        return not all(isinstance(t, ast.Name) for t in targets)  # `self.t = t`, `d[k] = t`
+    if not isinstance(up, ast.Call) or value is up.func:
+        return False
+    if (facts.ctx.qualname(up.func) or "").startswith("torch."):
+        return not _torch_reader(up, facts)
+    return _own_function_writes(up, handed, facts, depth)
+
+
+def _torch_reader(call: ast.Call, facts: PortFacts) -> bool:
+    """Whether ``call`` is a torch function that does not write what it is handed."""
+    name = facts.ctx.qualname(call.func) or ""
+    writes = name.startswith("torch.nn.init.") or name.endswith("_")
+    return name.startswith("torch.") and not writes and all(k.arg != "out" for k in call.keywords)
+
+
+def _own_function_writes(
+    call: ast.Call, value: ast.expr | ast.keyword, facts: PortFacts, depth: int
+) -> bool:
+    """Whether the file's own function ``call`` calls may write the tensor ``value`` (an
+    argument of it, or a keyword): its parameter written, or handed on, in its body; a star
+    (``*args``, ``**kwargs``) on either side, or a chain deeper than three calls, may."""
+    func = facts.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if (
+        func is None
+        or facts.ctx.scopes.resolve(func.name, call.func) is not facts.ctx.scopes.module
+    ):
+        return False  # not the file's own function: other code, read as before
+    if depth >= 3 or any(isinstance(a, ast.Starred) for a in call.args):
+        return True
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    if isinstance(value, ast.keyword):
+        if value.arg is None:
+            return True  # `f(**k)`
+        parameter = value.arg
+    else:
+        index = call.args.index(value)
+        if index >= len(positional):
+            return True  # into `*args`
+        parameter = positional[index]
+    return _written({parameter}, facts.scope_of_function(func), facts, 0, depth + 1)
+
+
+def _unbound_written(made: ast.Call, scope: PortScope, facts: PortFacts) -> bool:
+    """Whether the tensor ``made`` makes, bound to no name, may be written where it goes: a
+    view or cast of it followed to the name it is bound to (``v = torch.from_numpy(a).numpy();
+    v[0] = 5``) or to where it is handed (:func:`_handed_on`); an in-place method of it."""
+    value: ast.expr = made
+    while True:
+        up = facts.parents.get(id(value))
+        if isinstance(up, ast.Attribute) and up.value is value:
+            call = facts.parents.get(id(up))
+            is_call = isinstance(call, ast.Call) and call.func is up
+            if up.attr.endswith("_") and is_call:
+                return True  # `torch.from_numpy(a).mul_(2.0)`
+            if up.attr not in _TENSOR_VIEWS:
+                return False  # a new value (`.sum()`), or an attribute read
+            value = call if isinstance(call, ast.Call) and is_call else up
+        elif isinstance(up, ast.Subscript) and up.value is value:
+            if not isinstance(up.ctx, ast.Load):
+                return True
+            value = up
+        elif isinstance(up, ast.Assign | ast.AnnAssign | ast.NamedExpr) and up.value is value:
+            targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+            if not all(isinstance(t, ast.Name) for t in targets):
+                return True
+            names = {n for t in targets for n in names_of(t)}
+            return _written(names, scope, facts, getattr(up, "lineno", made.lineno) - 1)
+        else:
+            return _handed_on(value, facts)
 
 
 def _handed_array(call: ast.Call, facts: PortFacts) -> ast.expr | None:
