@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from torchport.check._context import Context
@@ -145,8 +145,22 @@ def _context(path: Path) -> Context:
     return Context(source, str(path), ast.parse(source))
 
 
+_HEAD = "import numpy as np\nimport torch\nfrom torch import nn\n"
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(projects())
+@example(  # a module reading itself through its own import (a random draw, 2026-12-02):
+    # `alias = model.Net` was a class with no owner when `pkg` asked for model.py first
+    files={
+        "model.py": _HEAD + "import model\nfrom model import Net\nfrom pkg.f import Net\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "class Sub(Net):\n    pass\n__all__ = []\nalias = model.Net\n",
+        "pkg/__init__.py": _HEAD + "from model import Net\n",
+        "pkg/f.py": _HEAD,
+        "train.py": _HEAD,
+    }
+)
 def test_a_view_for_owners_completed_later_is_the_view_made_whole(files: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         root = Path(tmp).resolve()
