@@ -184,12 +184,13 @@ def _extract(gitdir: Path, commit: str, into: Path) -> None:
 
 
 def default_findings(
-    mirror: Path, repos: Path = REPOS, missing: set[str] | None = None
+    mirror: Path, repos: Path = REPOS, missing: set[str] | None = None, select: str = ""
 ) -> list[Key]:
     """Every default-on finding, as (repo, path, line, code), in a stable order.
 
     With ``missing``, a repository whose mirror lacks the commit is added to it and
-    skipped; without, that raises.
+    skipped; without, that raises. With ``select`` (``TP504``), the findings of
+    ``check --select SELECT`` instead of the default run's.
     """
     found: list[Key] = []
     for entry in json.loads(repos.read_text())["repos"]:
@@ -208,7 +209,13 @@ def default_findings(
             (tree / ".git").mkdir()  # the root of a checkout, as a clone has it (TP301 looks)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
-                [*_CHECK, "--config", str(tree / "_none.toml"), tmp],
+                [
+                    *_CHECK,
+                    *(("--select", select) if select else ()),
+                    "--config",
+                    str(tree / "_none.toml"),
+                    tmp,
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -306,6 +313,7 @@ def draw(
     codes: list[str],
     record: bool = False,
     per_repo: int = 0,
+    select: str = "",
 ) -> None:
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
@@ -313,7 +321,7 @@ def draw(
     caps = {c.partition("=")[0]: int(c.partition("=")[2] or n) for c in codes}
     found = [
         k
-        for k in default_findings(mirror, repos)
+        for k in default_findings(mirror, repos, select=select)
         if k not in judged_before and (not caps or k[3] in caps)
     ]
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
@@ -613,6 +621,12 @@ def main() -> int:
         help="with a uniform --draw: walk one seeded permutation of all findings, taking at most "
         "this many from one repository (raised by one until the draw can be filled)",
     )
+    parser.add_argument(
+        "--select",
+        default="",
+        help="with --draw: draw from the findings of `check --select SELECT` (rules off by "
+        "default, e.g. TP504), not the default run's",
+    )
     args = parser.parse_args()
     if args.draw:
         draw(
@@ -625,6 +639,7 @@ def main() -> int:
             args.codes,
             args.record,
             args.per_repo,
+            args.select,
         )
     if args.pool:
         pool(args.mirror, args.pool, args.now)
