@@ -69,8 +69,7 @@ class TensorOnCpuInModule(Rule):
     code = "TP504"
     name = "tensor-on-cpu-in-module"
     intent = Intent.PORT
-    default = True  # one form only: _select.ONLY_FORMS (check/_default_scope.py's KEPT_ON)
-    default_contexts = frozenset({"code"})
+    default = False
     message = "create the tensor on the input's device: pass `device=x.device`"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
