@@ -127,6 +127,11 @@ benchmarks/data/precision_sample_aa.csv --seed 60 --draw 100 --per-repo 10 --rec
 Held-out sample AB (main's rules at 35c07cf3, 26 more new repositories) was drawn as AA was:
 ``--repos benchmarks/data/precision_repos_round5ab.json --sample
 benchmarks/data/precision_sample_ab.csv --seed 61 --draw 100 --per-repo 10 --record``.
+A rule off by default is sampled from what ``check --select CODE`` reports (``--select``):
+TP504's sample (branch t34an, 23 more new repositories, every finding judged by one reader
+under precision_standard.md): ``--repos benchmarks/data/precision_repos_tp504.json --sample
+benchmarks/data/precision_sample_tp504.csv --select TP504 --seed 62 --draw 80 --per-repo 8
+--record``.
 ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
