@@ -127,6 +127,11 @@ benchmarks/data/precision_sample_aa.csv --seed 60 --draw 100 --per-repo 10 --rec
 Held-out sample AB (main's rules at 35c07cf3, 26 more new repositories) was drawn as AA was:
 ``--repos benchmarks/data/precision_repos_round5ab.json --sample
 benchmarks/data/precision_sample_ab.csv --seed 61 --draw 100 --per-repo 10 --record``.
+A rule off by default is sampled from what ``check --select CODE`` reports (``--select``):
+TP504's sample (branch t34an, 23 more new repositories, every finding judged by one reader
+under precision_standard.md): ``--repos benchmarks/data/precision_repos_tp504.json --sample
+benchmarks/data/precision_sample_tp504.csv --select TP504 --seed 62 --draw 80 --per-repo 8
+--record``.
 ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
@@ -184,12 +189,13 @@ def _extract(gitdir: Path, commit: str, into: Path) -> None:
 
 
 def default_findings(
-    mirror: Path, repos: Path = REPOS, missing: set[str] | None = None
+    mirror: Path, repos: Path = REPOS, missing: set[str] | None = None, select: str = ""
 ) -> list[Key]:
     """Every default-on finding, as (repo, path, line, code), in a stable order.
 
     With ``missing``, a repository whose mirror lacks the commit is added to it and
-    skipped; without, that raises.
+    skipped; without, that raises. With ``select`` (``TP504``), the findings of
+    ``check --select SELECT`` instead of the default run's.
     """
     found: list[Key] = []
     for entry in json.loads(repos.read_text())["repos"]:
@@ -208,7 +214,13 @@ def default_findings(
             (tree / ".git").mkdir()  # the root of a checkout, as a clone has it (TP301 looks)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
-                [*_CHECK, "--config", str(tree / "_none.toml"), tmp],
+                [
+                    *_CHECK,
+                    *(("--select", select) if select else ()),
+                    "--config",
+                    str(tree / "_none.toml"),
+                    tmp,
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -306,6 +318,7 @@ def draw(
     codes: list[str],
     record: bool = False,
     per_repo: int = 0,
+    select: str = "",
 ) -> None:
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
@@ -313,7 +326,7 @@ def draw(
     caps = {c.partition("=")[0]: int(c.partition("=")[2] or n) for c in codes}
     found = [
         k
-        for k in default_findings(mirror, repos)
+        for k in default_findings(mirror, repos, select=select)
         if k not in judged_before and (not caps or k[3] in caps)
     ]
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
@@ -613,6 +626,12 @@ def main() -> int:
         help="with a uniform --draw: walk one seeded permutation of all findings, taking at most "
         "this many from one repository (raised by one until the draw can be filled)",
     )
+    parser.add_argument(
+        "--select",
+        default="",
+        help="with --draw: draw from the findings of `check --select SELECT` (rules off by "
+        "default, e.g. TP504), not the default run's",
+    )
     args = parser.parse_args()
     if args.draw:
         draw(
@@ -625,6 +644,7 @@ def main() -> int:
             args.codes,
             args.record,
             args.per_repo,
+            args.select,
         )
     if args.pool:
         pool(args.mirror, args.pool, args.now)

@@ -90,3 +90,31 @@ def test_one_repository_is_held_to_the_cap() -> None:
     assert used == 8  # 12 small findings + at most 8 from big/r fill 20; 7 would not
     assert Counter(key[0] for key in taken)["big/r"] == 8
     assert taken[:8] == order[:8]
+
+
+def test_select_draws_from_a_rule_off_by_default(tmp_path: Path) -> None:
+    """``--select CODE`` collects what ``check --select CODE`` reports, not the default run's:
+    a module method's CPU tensor (TP504, a port rule off by default) is drawn from only then."""
+    import json
+    import subprocess
+
+    work = tmp_path / "mirror" / "me+net" / "repo"
+    work.mkdir(parents=True)
+    (work / "net.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.l = nn.Linear(3, 3)\n\n"
+        "    def forward(self, x):\n        return self.l(x) + torch.zeros(3)\n"
+    )
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "net.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "net"], check=True)
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    repos = tmp_path / "repos.json"
+    repos.write_text(json.dumps({"repos": [{"repo": "me/net", "commit": commit}]}))
+    bench = _bench()
+    assert bench.default_findings(tmp_path / "mirror", repos) == []
+    found = bench.default_findings(tmp_path / "mirror", repos, select="TP504")
+    assert found == [("me/net", "net.py", 11, "TP504")]
