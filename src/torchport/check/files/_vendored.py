@@ -57,9 +57,9 @@ def vendored_held(paths: Iterable[str]) -> frozenset[str]:
         if root is not None:
             by_root.setdefault(root, []).append(path)
     out: set[str] = set()
-    for root, mine in by_root.items():
-        held = unreached_vendored(root)
-        out.update(p for p in mine if os.path.abspath(p) in held)
+    for root, mine in by_root.items():  # (real paths: as the project view resolves imports)
+        held = unreached_vendored(os.path.realpath(root))
+        out.update(p for p in mine if os.path.realpath(p) in held)
     return frozenset(out)
 
 
