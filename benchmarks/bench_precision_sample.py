@@ -174,6 +174,9 @@ _CHECK = (sys.executable, "-m", "torchport", "check", "--format", "json", "--no-
 _CHECK += ("--exit-zero", "--no-progress")
 
 
+_LICENCES = ("LICENSE", "LICENCE", "COPYING")
+
+
 def _git(gitdir: Path, *args: str) -> bytes:
     return subprocess.run(
         ["git", f"--git-dir={gitdir}", *args], capture_output=True, check=True
@@ -181,8 +184,10 @@ def _git(gitdir: Path, *args: str) -> bytes:
 
 
 def _extract(gitdir: Path, commit: str, into: Path) -> None:
+    """The commit's Python files, and its licence files (no rule reads them; a folder with a
+    packaging file and a licence of its own is a vendored copy: check/files/_vendored.py)."""
     for name in _git(gitdir, "ls-tree", "-r", "--name-only", commit).decode().splitlines():
-        if name.endswith(".py"):
+        if name.endswith(".py") or name.rpartition("/")[2].upper().startswith(_LICENCES):
             target = into / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(_git(gitdir, "show", f"{commit}:{name}"))

@@ -52,6 +52,9 @@ MORE: dict[str, str] = {
     "or a module defining its own Triton kernel), "
     'or TP101\'s CUDA defaults of parameters (`def f(device="cuda")`) and CUDA values of '
     'settings dicts (`{"device": "cuda"}`), which a default run leaves out, '
+    "or any default rule in vendored code nothing in the project imports (a copy of another "
+    "project under `third_party/` and the like, or a folder with a packaging file and a "
+    "licence of its own, that no module outside such folders imports), "
     "and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
     "ignoring every selected rule is an error.",

@@ -156,10 +156,15 @@ def _fix_files(chunk: Chunk) -> list[Report]:
         tree = None if doc is None else _parse(path, doc, report)
         if doc is not None and tree is not None:
             full = _ruleset(chunk.rules, ignored, chunk.scoped)
+            fixable = chunk.fixable
+            if path in chunk.vendored:  # its findings held (files/_vendored.py): none fixed
+                held = set(chunk.vendored_codes)
+                codes = fixable if fixable is not None else [r.code for r in chunk.rules]
+                fixable = tuple(c for c in codes if c not in held)
             try:
                 outcome = fix_text(
                     doc.text, path, full, unsafe=chunk.unsafe, tree=tree,
-                    fixable=chunk.fixable, settings=chunk.settings,
+                    fixable=fixable, settings=chunk.settings,
                 )  # fmt: skip
             except Exception as exc:
                 report.errors.append(_internal(path, exc, doc.text))

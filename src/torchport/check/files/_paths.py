@@ -133,6 +133,29 @@ class FixResult:
         return 1 if self.remaining or would_change else 0
 
 
+def _vendored_held(run: Plan, reports: list[Report]) -> list[Report]:
+    """``reports`` with the findings a default run holds in vendored code nothing imports
+    (``Chunk.vendored``, files/_vendored.py) moved to their ``held`` counts, each code as
+    ``HELD_MARK + code``."""
+    codes_at = {p: g.template.vendored_codes for g in run.groups for p in g.template.vendored}
+    if not codes_at:
+        return reports
+    from torchport.check.files._vendored import HELD_MARK
+
+    out = []
+    for report in reports:
+        codes = codes_at.get(report.path, ())
+        moved = [f for f in report.findings if f.code in codes]
+        if moved:
+            held = dict(report.held)
+            for finding in moved:
+                held[HELD_MARK + finding.code] = held.get(HELD_MARK + finding.code, 0) + 1
+            kept = [f for f in report.findings if f.code not in codes]
+            report = replace(report, findings=kept, held=held)
+        out.append(report)
+    return out
+
+
 def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(0.5)
@@ -365,6 +388,7 @@ def check_paths(
         paths, select, ignore, extend_select, config, jobs, template, target_torch=target_torch
     )
     reports, cached = _cached_check(run, cache, progress, exits_after)
+    reports = _vendored_held(run, reports)  # here: the cache keeps each file's own answer
     findings = [f for r in reports for f in r.findings]
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     errors = run.errors + [e for r in reports for e in r.errors]
@@ -431,6 +455,7 @@ def fix_paths(
 
     reports = _map(fix_chunk, chunked(run), run.jobs, progress)
     write_fixed(run, reports)  # once every file is fixed (nothing to write with diff or stdin)
+    reports = _vendored_held(run, reports)
     remaining = [f for r in reports for f in r.findings]
     remaining.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     errors = run.errors + [e for r in reports for e in r.errors]

@@ -30,7 +30,14 @@ from torchport.check._select import (
 )
 from torchport.check.files._config import Config, check_target, load_config
 from torchport.check.files._config_search import ConfigResolver
-from torchport.check.files._discovery import SUFFIXES, Discovery, discover, excluded, normalised
+from torchport.check.files._discovery import (
+    SUFFIXES,
+    Discovery,
+    discover,
+    excluded,
+    normalised,
+    vendored_signs_above,
+)
 from torchport.check.files._work import Chunk, FileError
 from torchport.errors import ConfigError
 
@@ -243,6 +250,7 @@ def plan(
                 roots=tuple(str(p) for p in paths),
                 fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),
                 settings=settings.file_settings,
+                vendored_codes=() if stdin is not None else _unnamed(rules, chosen, extended),
             )
             group = groups[id(settings)] = Group(settings, chunk, [])
             explicit = _explicit(select, extend_select or (), settings)
@@ -252,6 +260,7 @@ def plan(
     if not groups:  # nothing to check: the selection is still judged (a typo is an error)
         settings = resolver.for_folder(normalised(Path(paths[0]) if paths else Path.cwd()))
         _rules_of(settings, select, ignore, extend_select)
+    _hold_vendored(list(groups.values()))
     all_rules = {r.code: r for g in groups.values() for r in g.template.rules}
     rules = tuple(all_rules[c] for c in sorted(all_rules))
     files = [f for g in groups.values() for f in g.files]
@@ -261,6 +270,41 @@ def plan(
         many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
         jobs = _free_cores(cpus or 1) if many else 1
     return Plan(list(groups.values()), errors, rules, jobs, stdin, tuple(sorted(plain)))
+
+
+def _unnamed(
+    rules: Sequence[type[Rule]], chosen: object, extended: Sequence[str]
+) -> tuple[str, ...]:
+    """The codes a default run holds in vendored code nothing imports (files/_vendored.py):
+    with the default selection (``chosen`` None), those no ``extend-select`` selector names."""
+    if chosen is not None:
+        return ()
+    named = [s.strip().upper() for s in extended]
+    return tuple(
+        r.code for r in rules if not any(s == "ALL" or (s and r.code.startswith(s)) for s in named)
+    )
+
+
+def _hold_vendored(groups: list[Group]) -> None:
+    """Name in each group's template its files a default run holds as vendored code nothing
+    in the project imports (files/_vendored.py): looked for only where a code is held."""
+    memo: dict[str, str] = {}  # (a look with os.path first: most runs load nothing more)
+    wanted = [
+        path
+        for g in groups
+        if g.template.vendored_codes
+        for path, _ in g.files
+        if vendored_signs_above(path, memo) is not None
+    ]
+    if not wanted:
+        return
+    from torchport.check.files._vendored import vendored_held  # on first use (start-up)
+
+    held = vendored_held(wanted)
+    for group in groups:
+        mine = tuple(path for path, _ in group.files if path in held)
+        if mine:
+            group.template = replace(group.template, vendored=mine)
 
 
 def _free_cores(cpus: int) -> int:

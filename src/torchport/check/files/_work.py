@@ -118,6 +118,10 @@ class Chunk:
     stdin: str | bytes | None = None
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
     reads: bool = True  # record each file's reads (Report.reads: the check cache's) or not
+    # A default run's files of vendored code nothing in the project imports
+    # (files/_vendored.py), and the codes whose findings it holds there: counted, not listed.
+    vendored: tuple[str, ...] = ()
+    vendored_codes: tuple[str, ...] = ()
 
 
 @record()
