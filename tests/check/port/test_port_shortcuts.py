@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -289,7 +290,8 @@ def _flow_programs(draw: st.DrawFn) -> str:
     return _HEAD + body + "\n"
 
 
-@settings(max_examples=6, deadline=None)  # (two ports per example)
+@pytest.mark.slow  # (two ports per example: the tutorial scripts' test runs by default)
+@settings(max_examples=20, deadline=None)
 @given(_flow_programs())
 def test_fixed_point_rounds_port_as_the_full_scan(source: str) -> None:
     assert _ported(source) == _scanned(source)
