@@ -368,6 +368,8 @@ def _constants(tree: ast.Module) -> frozenset[str]:
             if isinstance(target, ast.Name):
                 literal.add(target.id)
                 plain.add(id(target))
+    if not literal:
+        return frozenset()  # nothing to take away from: the stores need no walk
     others = {
         n.id
         for n in ast.walk(tree)

@@ -35,7 +35,7 @@ from torchport.check.port._collected import (
 from torchport.check.port._cpu_names import follows_a_tensor_name, names_cpu, to_cpu
 from torchport.check.port._data_copies import DataCopies
 from torchport.check.port._guesses import guessed_values, guessing, meets_known, unpacked
-from torchport.check.port._iterated import ITERATES, first_item_of, positions_taken, taken
+from torchport.check.port._iterated import ITERATES, ROUNDS, first_item_of, positions_taken, taken
 from torchport.check.port._lambdas import held_parameters, tensor_root
 from torchport.check.port._literal_items import LiteralItems, opened
 from torchport.check.port._model_reads import model_from_a_literal, partial_of_a_model
@@ -387,7 +387,7 @@ class DeviceFlow:
     def fixed_point(self, scope: PortScope, values: set[str], *, unpack: bool) -> None:
         """The fixed point of ``scope``'s device values (``unpack``: items unpacked from a
         container are taken for them too; without it, only what is known, see ``_guesses``)."""
-        changed = True
+        changed, nodes = True, [n for n in scope.nodes if isinstance(n, ROUNDS)]
         while changed:  # device values: a fixed point over the scope's bindings
             changed = False
             for targets, value in scope.assigns:
@@ -406,7 +406,7 @@ class DeviceFlow:
                 if is_move(value) or moves_all(value):
                     for target in targets:
                         scope.moved.update(names_of(target))
-            for node in scope.nodes:
+            for node in nodes:  # (the kinds a round reads, in `scope.nodes` order)
                 if isinstance(node, ITERATES):  # a `for`, a comprehension's: per item
                     for target, held in self.taken(node, scope):
                         if self.on_device(held, scope) and (

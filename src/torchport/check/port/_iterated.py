@@ -17,10 +17,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-__all__ = ["ITERATES", "first_item_of", "literal_rows", "positions_taken", "taken"]
+__all__ = ["ITERATES", "ROUNDS", "first_item_of", "literal_rows", "positions_taken", "taken"]
 
 # What binds a target per item of an iterable: a `for` statement, a comprehension's `for`.
 ITERATES = (ast.For, ast.AsyncFor, ast.comprehension)
+# The node kinds a round of the device flow's fixed point reads (`DeviceFlow.fixed_point`):
+# these, and the calls and assignments it asks `_collected.collector` of (`preds.append(out)`).
+ROUNDS = (*ITERATES, ast.Call, ast.AugAssign, ast.Assign)
 # Builtins whose items are their one iterable's items.
 _SAME_ITEMS = frozenset({"sorted", "reversed", "list", "tuple", "iter"})
 

@@ -351,17 +351,7 @@ def registries(tree: ast.Module) -> dict[str, list[str]]:
     """``NAME = {key: Class, ...}`` at the module's top level, every value a name, bound once
     there and no item stored into it (``NAME[k] = ...``) anywhere: the names of its values."""
     found: dict[str, list[str]] = {}
-    counts: dict[str, int] = {}
     for stmt in tree.body:
-        for node in ast.walk(stmt) if not isinstance(stmt, ast.ClassDef) else ():
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                counts[node.id] = counts.get(node.id, 0) + 1
-            elif (
-                isinstance(node, ast.Subscript)
-                and not isinstance(node.ctx, ast.Load)
-                and isinstance(node.value, ast.Name)
-            ):
-                counts[node.value.id] = counts.get(node.value.id, 0) + 2
         if (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
@@ -371,4 +361,19 @@ def registries(tree: ast.Module) -> dict[str, list[str]]:
             and all(isinstance(v, ast.Name) for v in stmt.value.values)
         ):
             found[stmt.targets[0].id] = [v.id for v in stmt.value.values]  # type: ignore[attr-defined]
+    if not found:
+        return found  # no candidate: the stores need no count (most files: no walk)
+    counts: dict[str, int] = {}
+    for stmt in tree.body:
+        for node in ast.walk(stmt) if not isinstance(stmt, ast.ClassDef) else ():
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                if node.id in found:
+                    counts[node.id] = counts.get(node.id, 0) + 1
+            elif (
+                isinstance(node, ast.Subscript)
+                and not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in found
+            ):
+                counts[node.value.id] = counts.get(node.value.id, 0) + 2
     return {name: held for name, held in found.items() if counts.get(name) == 1}

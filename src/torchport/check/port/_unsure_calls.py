@@ -38,8 +38,8 @@ def dynamic_calls(ctx: Context, has_models: bool) -> list[ast.Call]:
     (``globals()[args.arch](...)``) in a file that defines a model class (``has_models``),
     unless the code places what it makes itself: which class it calls, only a run tells
     (x31al: a model made so, and its input, were left on the CPU with "0 left")."""
-    if not has_models:
-        return []
+    if not has_models or not _may_name(ctx.source, _TABLES):
+        return []  # no walk: no `globals` (`vars`, `locals`) name in the text
     calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
     placed = {
         id(c.func.value)
@@ -53,11 +53,19 @@ def dynamic_calls(ctx: Context, has_models: bool) -> list[ast.Call]:
         and isinstance(c.func, ast.Subscript)
         and isinstance(table := c.func.value, ast.Call)
         and isinstance(table.func, ast.Name)
-        and table.func.id in ("globals", "vars", "locals")
+        and table.func.id in _TABLES
         and not table.args
         and not isinstance(c.func.slice, ast.Constant)
         and table.func.id not in ctx.scopes.module.bindings
     ]
+
+
+def _may_name(source: str, words: tuple[str, ...]) -> bool:
+    """Whether the tree parsed from ``source`` may hold a name (``ast.Name``) spelled as one
+    of ``words``: an ASCII text writes each identifier as it is (escapes and implicit
+    concatenation make constants, never names); a non-ASCII one may spell it otherwise
+    (identifiers are NFKC-normalised)."""
+    return not source.isascii() or any(word in source for word in words)
 
 
 def _imported(ctx: Context, name: str) -> bool:
@@ -66,6 +74,7 @@ def _imported(ctx: Context, name: str) -> bool:
 
 
 _MOVES = ("to", "cuda", "cpu")
+_TABLES = ("globals", "vars", "locals")
 
 
 def _root(func: ast.expr) -> str:
