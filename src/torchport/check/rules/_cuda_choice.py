@@ -10,7 +10,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
-from torchport.check.rules._empty_losses import moves_nothing
+from torchport.check.semantic import BindingKind
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import (
     OTHER_ACCELERATORS,
@@ -31,7 +31,6 @@ __all__ = [
     "default_never_runs",
     "foreign_device",
     "left_alone",
-    "moves_nothing",
     "moves_to_cuda",
     "not_implemented_elsewhere",
     "serves_horovod",
@@ -201,7 +200,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     test. So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``), benchmark
     code (``_test_code.benchmark_code``: a benchmark measures one device on purpose), a class's
     own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss that holds no tensor
-    (:func:`moves_nothing`), a default that never runs (:func:`_default_never_runs`) or an
+    (``_empty_losses.moves_nothing``), a default that never runs (:func:`_default_never_runs`) or an
     option whose value only parameters no code reads get (``_unread_options``), a module-level
     setting no code reads (``_unread_globals``), CUDA's own arm of a dispatch on a type string
     naming another accelerator (``_type_dispatch``), a line past ``if not self.<flag>: return``
@@ -212,7 +211,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
-    if isinstance(node, ast.Call) and (moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
+    if isinstance(node, ast.Call) and (_moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
         return True
     if isinstance(node, ast.Call) and method_name(node) == "add_argument":
         from torchport.check.rules._unread_options import option_never_read  # on first use
@@ -400,6 +399,23 @@ def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
         for stmt in guarded
         for sub in ast.walk(stmt)
     )
+
+
+def _moves_nothing(node: ast.Call, ctx: Context) -> bool:
+    """``_empty_losses.moves_nothing``, asked (and imported) only of a move of a module built
+    right there: torch's (``nn.MSELoss().cuda()``) or a class of the file's."""
+    built = node.func.value if isinstance(node.func, ast.Attribute) else None
+    if not isinstance(built, ast.Call) or method_name(node) not in ("cuda", "to"):
+        return False
+    func = built.func
+    if not (ctx.qualname(func) or "").startswith("torch.nn.") and not (
+        isinstance(func, ast.Name)
+        and any(b.kind is BindingKind.CLASS for b in ctx.scopes.bindings(func.id, func))
+    ):
+        return False
+    from torchport.check.rules._empty_losses import moves_nothing  # on first use
+
+    return moves_nothing(node, ctx)
 
 
 def serves_horovod(ctx: Context) -> bool:
