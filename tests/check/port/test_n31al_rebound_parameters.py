@@ -13,9 +13,10 @@ no such invariant. The same cause gives Lightning's `fabric.py:468/474` TP523 no
 parameter): ``d`` is taken for a device value and what meets it there is reported.
 
 Was a strict xfail, port only (no child): the port must leave a finding or move the arguments.
-Fixed by n31an: the read of ``xs`` in the comprehension sees the parameter (``_reaching``: the
-walk back to the function's start adds its parameter; ``Reaching.parameter_reaches``: the
-comprehension's items are not device values by the name alone), and a ``*xs`` parameter's
+Fixed by n31an: the read of ``xs`` in the comprehension sees the parameter
+(``Reaching.reaching_parameters``: no other binding before the read's statement; the
+comprehension's items are not device values by the name alone, and the origins follow the
+parameter), and a ``*xs`` parameter's
 origins are the arguments past the named ones; the port now reports the caller's tensors
 (TP523). ``test_n31an_rebound_parameters`` runs these on ``sim``.
 """

@@ -10,10 +10,9 @@ silent class (n31al's strict xfail): ``def run(*xs): xs = [model(x) for x in xs]
 caller's CPU tensors for the model's outputs and said "0 left".
 
 Now the read of the iterable sees the parameter: no other binding of the name before the
-read's statement (``Reaching.parameter_reaches``) and the comprehension's items are not device
-values by the name alone; ``Reaching.may_reach`` adds a function's parameter where the walk
-back reaches the function's start; a ``*xs`` parameter's origins are the arguments past the
-named ones.
+read's statement (``Reaching.reaching_parameters``), the comprehension's items are not device
+values by the name alone, and the origins of the read follow the parameter too; a ``*xs``
+parameter's origins are the arguments past the named ones.
 
 Oracles apart from the port: a profiler records what the side value met in the set-up
 function holds on the CPU (an int: no TP523 there; and the loaders' parameters, no tensors,

@@ -426,13 +426,13 @@ class DeviceFlow:
 
     def taken(self, loop: ast.AST, scope: PortScope) -> list[tuple[ast.expr, ast.expr]]:
         """What each part of ``loop``'s target takes an item of (``_iterated.taken``); not
-        of a parameter its own binding reaches (``Reaching.parameter_reaches``, n31an)."""
+        of a parameter its own binding reaches (``Reaching.reaching_parameters``, n31an)."""
         assert isinstance(loop, ITERATES)
         local, module, reaching = scope.local, self.module.local, self.copies.reaching
         found = taken(
             loop.target, loop.iter, lambda n: n not in local and n not in module, self._view
         )
-        return [(t, held) for t, held in found if not reaching.parameter_reaches(held)]
+        return [(t, held) for t, held in found if not reaching.reaching_parameters(held)]
 
     def _view(self, held: ast.expr) -> list[ast.expr] | None:
         """Every value of the dict ``held`` where the code shows them (kept in ``viewed``)."""

@@ -223,7 +223,8 @@ class Origins:
     def _name(self, name: ast.Name) -> list[Origin]:
         if self._moved_where_passed(name):
             return []  # `step(model, xb)` where `step` moves its `xb` first thing
-        found = self.kinds.reaching.may_reach(name)
+        found = self.kinds.reaching.may_reach(name)  # (and a rebound parameter's own: n31an)
+        found = found + [b for b in self.kinds.reaching.reaching_parameters(name) if b not in found]
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
         if any(self.placement.with_the_model(b) for b in found):
