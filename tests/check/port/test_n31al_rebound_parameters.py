@@ -12,7 +12,13 @@ no such invariant. The same cause gives Lightning's `fabric.py:468/474` TP523 no
 (``dataloaders = [self._setup_dataloader(d) for d in dataloaders]``, a `*dataloaders`
 parameter): ``d`` is taken for a device value and what meets it there is reported.
 
-Strict xfail, port only (no child): the port must leave a finding or move the arguments.
+Was a strict xfail, port only (no child): the port must leave a finding or move the arguments.
+Fixed by n31an: the read of ``xs`` in the comprehension sees the parameter
+(``Reaching.reaching_parameters``: no other binding before the read's statement; the
+comprehension's items are not device values by the name alone, and the origins follow the
+parameter), and a ``*xs`` parameter's
+origins are the arguments past the named ones; the port now reports the caller's tensors
+(TP523). ``test_n31an_rebound_parameters`` runs these on ``sim``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,6 @@ PROGRAMS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="silent, left by n31al: see the module docstring")
 @pytest.mark.parametrize("form", sorted(PROGRAMS))
 def test_a_parameter_rebound_by_a_comprehension_over_itself_is_placed_or_said(form: str) -> None:
     ported = port_text(_HEAD + PROGRAMS[form])

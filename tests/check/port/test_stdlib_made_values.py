@@ -16,7 +16,7 @@ port unsure, and it says so.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from torchport.check.port import port_text
@@ -96,7 +96,16 @@ def test_a_chain_the_standard_library_makes_is_nothing_to_move(value: str) -> No
 @settings(max_examples=15, deadline=None)
 @given(_chains(tensor=True))
 def test_a_tensor_anywhere_in_the_chain_keeps_the_port_unsure(value: str) -> None:
+    # (a chain ending in `.upper()` gives a str or raises, whatever it was given: text, which
+    # every caller of `analyze` hands `where`, so nothing to move: n31an's `given_text`)
+    assume(not value.endswith(".upper()"))
     assert _left(value) == ["TP520"], value
+
+
+def test_a_chain_ending_in_a_str_method_is_text() -> None:
+    """n31an: ``where`` is handed ``Path(__file__).joinpath(w).parent.upper()`` by every call
+    site: a str (no tensor has ``upper``), so no TP520, tensor in the chain or not."""
+    assert _left("Path(__file__).joinpath(w).parent.upper()") == []
 
 
 def test_a_pass_through_root_or_a_name_between_keeps_the_port_unsure() -> None:

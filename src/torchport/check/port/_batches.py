@@ -40,6 +40,7 @@ from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.port._module_functions import only_made_into_tensors
 from torchport.check.port._object_parameters import ObjectParameters
 from torchport.check.port._parameters import hands_back
+from torchport.check.port._text_values import given_text
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 
@@ -141,7 +142,7 @@ class _Planner:
             if kind is Kind.UNKNOWN and self.objects.holds_object(param, func):
                 self.plan.objects.add(id(param))
                 continue
-            if kind is Kind.UNKNOWN and self._only_made_into_tensors(param, scope):
+            if kind is Kind.UNKNOWN and self._no_tensor_given(param, scope):
                 continue  # `torch.tensor(s, dtype=...)`: that tensor is moved (or reported)
             if kind is Kind.UNKNOWN and self.kinds.callers.given(param) in (
                 _NUMBER_OR_DEVICE,
@@ -160,13 +161,15 @@ class _Planner:
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
 
-    def _only_made_into_tensors(self, param: ast.arg, scope: PortScope) -> bool:
+    def _no_tensor_given(self, param: ast.arg, scope: PortScope) -> bool:
         """Whether every read of ``param`` that sees the parameter itself is the data a torch
         creator makes a new tensor of (``s = torch.unsqueeze(torch.tensor(s, dtype=...), 0)``
         before ``self.policy(s)``): what meets the model is that tensor, which TP503 moves
-        where it is made (or reports); the argument is never the value to move."""
+        where it is made (or reports); the argument is never the value to move. Or every call
+        site of the file hands it text (``_text_values.given_text``, n31an)."""
         parents = self.facts.parents
-        return only_made_into_tensors(self.ctx, param, scope.nodes, lambda n: parents.get(id(n)))
+        made = only_made_into_tensors(self.ctx, param, scope.nodes, lambda n: parents.get(id(n)))
+        return made or given_text(param, self.facts, self.kinds.callers)
 
     def _unpacked_params(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: PortScope

@@ -155,8 +155,7 @@ class ModelQuestions(Protocol):
         """Every read of ``name`` in the file, in no promised order."""
 
     def gives_host_values(self, func: ast.Attribute) -> bool:
-        """Whether calling ``func`` (``ac.step``) runs a method of the file's own class
-        that returns only numpy values or numbers."""
+        """Whether ``func`` (``ac.step``) runs a file class's method giving numpy or numbers."""
 
     def converted_inputs(self, call: ast.Call) -> tuple[int, ...]:
         """The positions of ``call``'s arguments its model makes its own tensor of."""
@@ -426,12 +425,14 @@ class DeviceFlow:
                     changed = True
 
     def taken(self, loop: ast.AST, scope: PortScope) -> list[tuple[ast.expr, ast.expr]]:
-        """What each part of ``loop``'s target takes an item of (``_iterated.taken``)."""
+        """What each part of ``loop``'s target takes an item of (``_iterated.taken``); not
+        of a parameter its own binding reaches (``Reaching.reaching_parameters``, n31an)."""
         assert isinstance(loop, ITERATES)
-        local, module = scope.local, self.module.local
-        return taken(
+        local, module, reaching = scope.local, self.module.local, self.copies.reaching
+        found = taken(
             loop.target, loop.iter, lambda n: n not in local and n not in module, self._view
         )
+        return [(t, held) for t, held in found if not reaching.reaching_parameters(held)]
 
     def _view(self, held: ast.expr) -> list[ast.expr] | None:
         """Every value of the dict ``held`` where the code shows them (kept in ``viewed``)."""

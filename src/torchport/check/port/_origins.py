@@ -195,11 +195,9 @@ class Origins:
         return [self._origin(expr)]
 
     def _instance_setting(self, expr: ast.Attribute) -> list[Origin] | None:
-        """``cfg.lr`` where ``cfg = Config()`` and ``Config`` is a class of the file.
-
-        A setting the class body binds to no tensor (a number, a string) is fine; any other
-        is the attribute's own origin (``cfg.data``), not ``Config()``. None: not such a read.
-        """
+        """``cfg.lr`` where ``cfg = Config()`` and ``Config`` is a class of the file. A setting
+        the class body binds to no tensor (a number, a string) is fine; any other is the
+        attribute's own origin (``cfg.data``), not ``Config()``. None: not such a read."""
         value = expr.value
         if not isinstance(value, ast.Name):
             return None
@@ -215,10 +213,8 @@ class Origins:
         return [self._origin(expr)]
 
     def _project_tensor(self, expr: ast.expr) -> bool:
-        """``SCALE`` after ``from model import SCALE``: a module-level CPU tensor of the project.
-
-        The port does not rebind another module's name; it reports the read.
-        """
+        """``SCALE`` after ``from model import SCALE``: a module-level CPU tensor of the project
+        (the port does not rebind another module's name; it reports the read)."""
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return False
         found = self.facts.project.lookup(expr)
@@ -227,7 +223,8 @@ class Origins:
     def _name(self, name: ast.Name) -> list[Origin]:
         if self._moved_where_passed(name):
             return []  # `step(model, xb)` where `step` moves its `xb` first thing
-        found = self.kinds.reaching.may_reach(name)
+        found = self.kinds.reaching.may_reach(name)  # (and a rebound parameter's own: n31an)
+        found = found + [b for b in self.kinds.reaching.reaching_parameters(name) if b not in found]
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
         if any(self.placement.with_the_model(b) for b in found):
@@ -349,6 +346,9 @@ class Origins:
             positional = positional[1:]
         index = next((i for i, p in enumerate(positional) if p is b.node), None)
         out: list[Origin] = []
+        for call, _ in sites if b.node is args.vararg else ():  # `*xs`: the arguments past
+            rest = call.args[len(positional) :]  # the named ones (n31an)
+            out += [o for a in rest for o in self.of(a.value if isinstance(a, ast.Starred) else a)]
         for call, _ in sites:
             given = next((k.value for k in call.keywords if k.arg == b.name), None)
             if given is None and index is not None and index < len(call.args):
@@ -452,11 +452,9 @@ class Origins:
         )
 
     def _moved_by_code(self, b: Binding, anchor: ast.AST | None) -> bool:
-        """A tensor or batch bound to a name the code itself moves (``x = x.cuda()``).
-
-        The code's own device choice then follows it (on a machine where that
-        choice is the CPU, the model stays there too); the port leaves it alone.
-        """
+        """A tensor or batch bound to a name the code itself moves (``x = x.cuda()``): the
+        code's own device choice then follows it (on a machine where that choice is the CPU,
+        the model stays there too); the port leaves it alone."""
         scope = self.facts.scope_of.get(id(anchor)) if anchor is not None else None
         return (
             scope is not None

@@ -101,6 +101,22 @@ class Reaching:
         kept = [b for b in out if b.kind is not BindingKind.DELETE]
         return kept or [b for b in own if b.kind is not BindingKind.DELETE]
 
+    def reaching_parameters(self, name: ast.expr) -> list[Binding]:
+        """The parameter bindings of ``name`` where it reads a parameter its function also
+        rebinds, no other binding of it before the read's statement (the parameter's own
+        binding reaches the read, on a loop's first run at least): ``def run(*xs): xs =
+        [model(x) for x in xs]`` iterates what the caller handed, not only the list the
+        statement makes (n31an). Empty where not such a read."""
+        if not isinstance(name, ast.Name):
+            return []
+        own = self.scopes.resolve(name.id, name).bindings.get(name.id, [])
+        params = [b for b in own if b.kind is BindingKind.PARAMETER]
+        stmt = self.scopes.statement(name)
+        if len(own) < 2 or not params or stmt is None:
+            return []
+        later = all(b in params or _start(b.node) >= _start(stmt) for b in own)
+        return params if later else []
+
     def _nonlocal(self, name: str) -> list[Binding]:
         """Bindings made under ``nonlocal name`` declarations (gathered once per file)."""
         if self._nonlocals is None:

@@ -10,6 +10,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, is_cpu_target, method_name, names
+from torchport.check.semantic import BindingKind
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import (
     OTHER_ACCELERATORS,
@@ -30,7 +31,6 @@ __all__ = [
     "default_never_runs",
     "foreign_device",
     "left_alone",
-    "moves_nothing",
     "moves_to_cuda",
     "not_implemented_elsewhere",
     "serves_horovod",
@@ -200,7 +200,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     test. So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``), benchmark
     code (``_test_code.benchmark_code``: a benchmark measures one device on purpose), a class's
     own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss that holds no tensor
-    (:func:`moves_nothing`), a default that never runs (:func:`_default_never_runs`) or an
+    (``_empty_losses.moves_nothing``), a default that never runs (:func:`_default_never_runs`) or an
     option whose value only parameters no code reads get (``_unread_options``), a module-level
     setting no code reads (``_unread_globals``), CUDA's own arm of a dispatch on a type string
     naming another accelerator (``_type_dispatch``), a line past ``if not self.<flag>: return``
@@ -211,7 +211,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
-    if isinstance(node, ast.Call) and (moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
+    if isinstance(node, ast.Call) and (_moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
         return True
     if isinstance(node, ast.Call) and method_name(node) == "add_argument":
         from torchport.check.rules._unread_options import option_never_read  # on first use
@@ -401,6 +401,23 @@ def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
     )
 
 
+def _moves_nothing(node: ast.Call, ctx: Context) -> bool:
+    """``_empty_losses.moves_nothing``, asked (and imported) only of a move of a module built
+    right there: torch's (``nn.MSELoss().cuda()``) or a class of the file's."""
+    built = node.func.value if isinstance(node.func, ast.Attribute) else None
+    if not isinstance(built, ast.Call) or method_name(node) not in ("cuda", "to"):
+        return False
+    func = built.func
+    if not (ctx.qualname(func) or "").startswith("torch.nn.") and not (
+        isinstance(func, ast.Name)
+        and any(b.kind is BindingKind.CLASS for b in ctx.scopes.bindings(func.id, func))
+    ):
+        return False
+    from torchport.check.rules._empty_losses import moves_nothing  # on first use
+
+    return moves_nothing(node, ctx)
+
+
 def serves_horovod(ctx: Context) -> bool:
     """A module that imports Horovod (``import horovod.torch as hvd``, even under ``try``).
 
@@ -409,58 +426,6 @@ def serves_horovod(ctx: Context) -> bool:
     for it picks between the only devices it can use, and MPS or XPU would break it.
     """
     return any((target or "").partition(".")[0] == "horovod" for _local, target in ctx.imported)
-
-
-# torch's losses that hold no tensor whatever they are given (no parameter, no buffer)
-_EMPTY_LOSSES = frozenset(
-    {
-        *("L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "PoissonNLLLoss"),
-        *("GaussianNLLLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss"),
-        *("SoftMarginLoss", "TripletMarginLoss", "CTCLoss", "MultiLabelMarginLoss"),
-    }
-)
-# ... and those that hold one only when given it (a `weight`, BCE's `pos_weight` buffer)
-_WEIGHTED_LOSSES = frozenset(
-    {
-        *("CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"),
-        *("MultiLabelSoftMarginLoss", "MultiMarginLoss"),
-    }
-)
-_NOT_TENSORS = frozenset(  # the weighted losses' other arguments: numbers, strings, flags
-    {"ignore_index", "reduction", "size_average", "reduce", "label_smoothing", "p", "margin"}
-)
-_WEIGHTS = frozenset({"weight", "pos_weight"})
-
-
-def moves_nothing(node: ast.Call, ctx: Context) -> bool:
-    """``nn.CrossEntropyLoss().cuda()``, ``nn.MSELoss(reduction="sum").to("cuda")``: a move of
-    a torch loss built right there that holds no tensor. ``Module.cuda``/``to`` move its
-    parameters and buffers, and it has none: the call moves nothing and runs on any machine,
-    with or without CUDA (sample A-T's TP101 rows judged low (f): vicreg, TSM, UniMatch,
-    flash-fft-conv). A loss given a weight (``weight=w``, positionally, or through
-    ``**kwargs``) holds it as a buffer the move does move; a loss class of the project
-    (``CharbonnierLoss()``) is not known to hold nothing; a loss built elsewhere and moved
-    by name is not followed."""
-    built = node.func.value if isinstance(node.func, ast.Attribute) else None
-    if method_name(node) not in ("cuda", "to") or not isinstance(built, ast.Call):
-        return False
-    name = ctx.qualname(built.func) or ""
-    module, _, loss = name.rpartition(".")
-    if module not in ("torch.nn", "torch.nn.modules.loss"):
-        return False
-    if loss in _EMPTY_LOSSES:
-        return True
-    return (
-        loss in _WEIGHTED_LOSSES
-        and not built.args
-        and all(
-            kw.arg in _NOT_TENSORS
-            or (
-                kw.arg in _WEIGHTS and isinstance(kw.value, ast.Constant) and kw.value.value is None
-            )
-            for kw in built.keywords
-        )
-    )
 
 
 # A ``device=`` keyword of another library's call: its own device string, not torch's.

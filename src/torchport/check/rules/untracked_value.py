@@ -91,6 +91,7 @@ class UntrackedValue(Rule):
             sparse_inputs,
         )
         from torchport.check.port._facts import port_facts
+        from torchport.check.port._kinds import value_kinds
         from torchport.check.port._origins import origins
         from torchport.check.port._text_values import evidently_text
         from torchport.check.port._unsure_calls import dynamic_calls, unsure_calls
@@ -100,7 +101,8 @@ class UntrackedValue(Rule):
         named: set[int] = set()  # one finding per origin: `s, a, r = memory.sample(n)` is one
         for operand, found in origins(ctx).operands():
             untracked = [o for o in found if not o.library]
-            if untracked and evidently_text(operand, facts.scope_of.get(id(operand)), facts):
+            held = facts.scope_of.get(id(operand))
+            if untracked and evidently_text(operand, held, facts, value_kinds(facts).callers):
                 continue  # a string, or a list of them: no tensor to move (issue 31)
             if untracked and not {id(o.node) for o in untracked} <= named:
                 named.update(id(o.node) for o in untracked)
