@@ -47,6 +47,5 @@ def test_an_item_stored_is_no_factory() -> None:
 
 @pytest.mark.parametrize("name", sorted(REBOUND))
 @pytest.mark.slow  # (a child per case)
-@pytest.mark.xfail(strict=True, reason="q31am: a rebound key's class moved: 0 left, stops")
 def test_a_rebound_key_is_said_or_left(name: str) -> None:
     _said_or_right(REBOUND[name])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from torchport.check.port._models import changed_after
 from torchport.check.semantic import ScopeKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -28,7 +29,12 @@ if TYPE_CHECKING:
     from torchport.check.port._device_flow import PortScope
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["lambda_factory_returns", "spelled_classes", "spelled_factories"]
+__all__ = [
+    "globals_written",
+    "lambda_factory_returns",
+    "spelled_classes",
+    "spelled_factories",
+]
 
 
 def lambda_factory_returns(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.expr]]]:
@@ -105,10 +111,14 @@ def spelled_classes(
         base, key = value.value, value.slice.value
         if isinstance(base, ast.Call) and isinstance(base.func, ast.Name):
             if base.func.id == "globals" and not base.args and str(key).isidentifier():
+                if globals_written(tree):
+                    return []  # `globals()["_Net"] = Other` (q31am): which class, a run tells
                 return [ast.copy_location(ast.Name(id=str(key), ctx=ast.Load()), value)]
             return []
         bound = _top_level(tree, base, ast.Assign)
         if isinstance(bound, ast.Assign) and isinstance(bound.value, ast.Dict):
+            if isinstance(base, ast.Name) and changed_after(tree, base.id):
+                return []  # `MODELS.update(net=Other)` (q31am): the literal's class may not be
             keys = bound.value.keys
             return [v for k, v in zip(keys, bound.value.values, strict=True)
                     if isinstance(k, ast.Constant) and k.value == key]  # fmt: skip
@@ -125,6 +135,22 @@ def spelled_classes(
         ]
         return held if len(held) == 1 else []
     return []
+
+
+def globals_written(tree: ast.Module) -> bool:
+    """Whether a ``globals()`` of the file is used otherwise than by an item read."""
+    read = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+    }
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "globals"
+        and id(n) not in read
+        for n in ast.walk(tree)
+    )
 
 
 def _top_level(tree: ast.Module, name: ast.expr, kind: type) -> ast.AST | None:
