@@ -147,7 +147,7 @@ def test_every_load_of_the_submodule_is_placed_in_the_port() -> None:
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_PROJECTS, min_size=3, max_size=4))
+@given(st.lists(_PROJECTS, min_size=2, max_size=3))
 def test_submodules_reached_through_the_package_are_placed_or_said(
     projects: list[dict[str, str]],
 ) -> None:

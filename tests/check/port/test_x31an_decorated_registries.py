@@ -114,7 +114,7 @@ def test_every_registry_read_is_said() -> None:
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_PROGRAMS, min_size=4, max_size=6))
+@given(st.lists(_PROGRAMS, min_size=2, max_size=3))
 def test_registry_reads_are_placed_or_said(programs: list[str]) -> None:
     """One child (one example of a few programs); every form in one child is slow, below."""
     placed_or_said(programs)

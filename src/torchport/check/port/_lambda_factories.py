@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
 __all__ = [
+    "bound_lambdas",
     "globals_written",
     "lambda_factory_returns",
     "spelled_classes",
@@ -38,23 +39,96 @@ __all__ = [
 
 
 def lambda_factory_returns(facts: PortFacts) -> list[tuple[str, PortScope, list[ast.expr]]]:
-    """``(name, enclosing scope, [body])`` of each lambda the module docstring offers."""
+    """``(name, enclosing scope, [body, ...])`` of each lambda binding the module docstring
+    offers (a conditional's two lambdas: both bodies)."""
     structure = facts.structure
+    if not structure.lambdas:
+        return []
     defined = structure.definitions()
-    found: list[tuple[str, PortScope, list[ast.expr]]] = []
+    statements: dict[int, ast.stmt] = {}
     for lam in structure.lambdas:
         stmt = facts.parents.get(id(lam))
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target: ast.expr = stmt.targets[0]
-        elif isinstance(stmt, ast.AnnAssign):  # `Net: Callable[[], nn.Module] = lambda: ...`
-            target = stmt.target
-        else:
-            continue
-        if stmt.value is not lam or not isinstance(target, ast.Name):
-            continue
-        if _only_binding(facts, target.id, defined):
-            found.append((target.id, facts.scope_of.get(id(stmt)) or facts.module, [lam.body]))
+        for _ in range(16):  # up from a tuple, a conditional, a walrus, a lambda's lambda
+            if stmt is None or isinstance(stmt, ast.stmt):
+                break
+            stmt = facts.parents.get(id(stmt))
+        if isinstance(stmt, ast.stmt):
+            statements.setdefault(id(stmt), stmt)
+    found: list[tuple[str, PortScope, list[ast.expr]]] = []
+    for name, stmt, lambdas in bound_lambdas(list(statements.values()), facts.ctx.tree):
+        if _only_binding(facts, name, defined):
+            scope = facts.scope_of.get(id(stmt)) or facts.module
+            found.append((name, scope, [lam.body for lam in lambdas]))
     return found
+
+
+def bound_lambdas(
+    statements: list[ast.stmt], tree: ast.Module
+) -> list[tuple[str, ast.stmt, list[ast.Lambda]]]:
+    """``(name, statement, the lambdas a call of it runs)`` for each name ``statements`` bind
+    to lambdas: ``name = lambda ...: body`` (annotated too), an element of a tuple binding
+    (``Net, scale = lambda: _Net(), 2.0``), a walrus (``(Net := lambda: _Net())``), a
+    conditional of two (``(lambda: A()) if big else (lambda: B())``: both), and a call of a
+    name so bound whose lambdas return lambdas (``outer = lambda: (lambda: _Net())``, ``Net =
+    outer()``: the inner ones; such statements are found in ``tree``). Whether the name is
+    bound once, the caller asks."""
+    found = [(n, s, lams) for s in statements for n, v in _targets(s) if (lams := _lambdas_of(v))]
+    outer = {n: lams for n, _, lams in found if all(_lambdas_of(lam.body) for lam in lams)}
+    if outer:
+        calls = [
+            s
+            for s in ast.walk(tree)
+            if isinstance(s, (ast.Assign, ast.AnnAssign))
+            and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Name)
+            and s.value.func.id in outer
+        ]
+        for stmt in calls:
+            for name, value in _targets(stmt):
+                assert isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                inner = [i for lam in outer[value.func.id] for i in _lambdas_of(lam.body)]
+                found.append((name, stmt, inner))
+    return found
+
+
+def _lambdas_of(value: ast.expr) -> list[ast.Lambda]:
+    """The lambdas a call of ``value`` runs: itself, or a conditional's two (else [])."""
+    if isinstance(value, ast.Lambda):
+        return [value]
+    if isinstance(value, ast.IfExp):
+        body, orelse = _lambdas_of(value.body), _lambdas_of(value.orelse)
+        return body + orelse if body and orelse else []
+    return []
+
+
+def _targets(stmt: ast.stmt) -> list[tuple[str, ast.expr]]:
+    """``(name, value)`` for each name ``stmt`` binds to a value of its own: one target, an
+    annotated one, a tuple's element of a tuple of the same length, a walrus in it."""
+    out: list[tuple[str, ast.expr]] = []
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, ast.Name):
+            out.append((target.id, value))
+        elif (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+        ):
+            out += [
+                (t.id, v)
+                for t, v in zip(target.elts, value.elts, strict=True)
+                if isinstance(t, ast.Name)
+            ]
+    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+        out.append((stmt.target.id, stmt.value))
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        heads = [getattr(stmt, f) for f in ("test", "value", "iter") if hasattr(stmt, f)]
+        for head in heads:
+            for node in ast.walk(head) if isinstance(head, ast.expr) else ():
+                if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                    out.append((node.target.id, node.value))
+    return out
 
 
 def _only_binding(
