@@ -120,7 +120,10 @@ def reach(
 ) -> None:
     """Bind ``local`` to the module ``facts`` describes in ``view``, and ``local.attr`` to
     each module it has as an attribute (:func:`attribute_modules`), to :data:`_DEPTH`."""
-    view.modules.setdefault(local, facts)
+    if local not in view.modules:
+        view.modules[local] = facts
+        if depth:
+            view.reached.add(local)  # (no torch the file gets by itself: ProjectImports.__bool__)
     if depth >= _DEPTH:
         return
     for attr, path in facts.attributes:

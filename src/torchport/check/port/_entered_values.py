@@ -31,13 +31,17 @@ def _own_managers(facts: PortFacts) -> set[str]:
     a class defining ``__enter__``/``__aenter__``."""
     found: set[str] = set()
     for stmt in facts.ctx.tree.body:
-        if (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-            facts.ctx.qualname(d) in _MANAGERS for d in stmt.decorator_list
-        )) or (isinstance(stmt, ast.ClassDef) and any(
-            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and s.name in ("__enter__", "__aenter__")
-            for s in stmt.body
-        )):
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(facts.ctx.qualname(d) in _MANAGERS for d in stmt.decorator_list)
+        ) or (
+            isinstance(stmt, ast.ClassDef)
+            and any(
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and s.name in ("__enter__", "__aenter__")
+                for s in stmt.body
+            )
+        ):
             found.add(stmt.name)
     return found
 
