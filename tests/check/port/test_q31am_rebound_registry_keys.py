@@ -9,6 +9,10 @@ class and moves what ``Net()`` makes. The near form that holds: ``MODELS["net"] 
 (an item stored: no factory, left on the CPU with the original's values; a stored model class,
 ``MODELS["net"] = _Net`` over ``_Plain``, is likewise left on the CPU, a miss, not a wrong
 value).
+
+x31an: said. A literal the file changes after (``.update``, an item stored, handed on) is no
+longer read as its class (``_models.changed_after``), nor ``globals()[k]`` where the file
+writes ``globals()``; TP523 says each read of such a registry (``port/_registries.py``).
 """
 
 from __future__ import annotations

@@ -6,14 +6,17 @@ return _Net()`` was placed (k31ak). A lambda bound by a plain ``name = lambda ..
 (one target; or annotated, ``name: T = lambda ...: body``, b31al), the file's only binding
 of ``name`` (no other assignment, ``def``, ``class`` or import of it anywhere in the file:
 factories are known by name), is offered as a function returning ``body``; whether it
-builds a model is the factories' own question.
+builds a model is the factories' own question. So is a lambda bound by a walrus, a tuple's
+element, a conditional of two lambdas (both bodies), or a call of a lambda returning lambdas
+(``Net = outer()``: the inner bodies) (x31an: each "0 left" with the input on the CPU).
 
 So is a name bound the same way to another spelling of a class that builds the model
 (x31al, k31ak's left): ``functools.partial(_Net, ...)``, a dict literal's item
 (``MODELS["net"]`` of ``MODELS = {"net": _Net}``), a class attribute holding the class
 (``Models.Net`` with ``class Models: Net = _Net``), ``globals()["_Net"]``: offered as a
 function returning a call of that class (each left the model and its input on the CPU, "0
-left").
+left"): a dict literal the file changes after, or ``globals()`` where the file writes it, is
+read as no class (q31am: the literal's class was moved, "0 left").
 """
 
 from __future__ import annotations
