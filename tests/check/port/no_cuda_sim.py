@@ -281,3 +281,66 @@ def same_on_the_cpu(programs: Sequence[str]) -> None:
         assert isinstance(before, list) and isinstance(after, list), source
         assert len(before) == len(after), source
         assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True)), source
+
+
+# Projects: each a folder whose `train.py` appends its tensors to `OUT`, run from the folder (its
+# modules found as Python finds them); the originals on the CPU, then the ports on `sim`.
+_PROJECTS = (
+    """
+import json, runpy, sys
+import torch
+
+def run(folder):
+    sys.path.insert(0, folder)
+    root = folder.rsplit("/", 1)[0] + "/"  # (every project's folder is in it)
+    for name in [m for m in sys.modules if getattr(sys.modules[m], "__file__", None)
+                 and str(sys.modules[m].__file__).startswith(root)]:
+        del sys.modules[name]
+    out = []
+    torch.manual_seed(0)
+    try:
+        runpy.run_path(folder + "/train.py", init_globals={"OUT": out}, run_name="__main__")
+    finally:
+        sys.path.remove(folder)
+    return out
+
+pairs = json.loads(open(sys.argv[1]).read())
+cpus = [run(original) for original, _ in pairs]
+from torchport.testing import simulate_accelerator
+simulate_accelerator()
+ports, results = [ported for _, ported in pairs], []
+"""
+    + _EACH_PORT_OR_ITS_STOP
+)
+
+
+def projects_placed_or_said(projects: Sequence[dict[str, str]]) -> None:
+    """Port each project (its files by relative path; ``train.py`` appends to ``OUT``) as one
+    folder (no failure, idempotent) and run the originals on the CPU and the ports on the
+    simulated accelerator in one child: each port leaves a finding, or computes the original's
+    values with every output on ``sim:0``."""
+    from torchport.check import port_paths
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pairs, remaining, texts = [], [], []
+        for index, files in enumerate(projects):
+            folders = [Path(tmp) / f"o{index}", Path(tmp) / f"p{index}"]
+            for folder in folders:
+                for rel, text in files.items():
+                    (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / rel).write_text(text, encoding="utf-8")
+            result = port_paths([folders[1]], jobs=1)
+            assert not result.errors, result.errors
+            again = port_paths([folders[1]], jobs=1, diff=True)
+            assert not again.changed, f"not idempotent: {again.changed}"
+            remaining.append(list(result.remaining))
+            texts.append((folders[1] / "train.py").read_text(encoding="utf-8"))
+            pairs.append((str(folders[0].resolve()), str(folders[1].resolve())))
+        results: list[dict[str, Any]] = in_a_child(_PROJECTS, pairs)
+    assert len(results) == len(projects), results
+    silent = [
+        (files, text, result)
+        for files, text, left, result in zip(projects, texts, remaining, results, strict=True)
+        if not left and not (result.get("same") and set(result.get("devices", [])) == {"sim:0"})
+    ]
+    assert not silent, silent[0]

@@ -20,6 +20,7 @@ __all__ = [
     "ModelKnowledge",
     "QualName",
     "assignments",
+    "changed_after",
     "library_driven",
     "module_classes",
 ]
@@ -376,4 +377,30 @@ def registries(tree: ast.Module) -> dict[str, list[str]]:
                 and node.value.id in found
             ):
                 counts[node.value.id] = counts.get(node.value.id, 0) + 2
-    return {name: held for name, held in found.items() if counts.get(name) == 1}
+    return {
+        name: held
+        for name, held in found.items()
+        if counts.get(name) == 1 and not changed_after(tree, name)  # (`.update`: x31an)
+    }
+
+
+def changed_after(tree: ast.Module, name: str) -> bool:
+    """Whether the file may change the container the module-level ``name`` is bound to, or
+    rebind it: a use of the name other than its binding, an item read (``name[k]``,
+    ``name.get(k)``, ``.keys()``/``.values()``/``.items()``/``.copy()``) or ``k in name``
+    (``name.update(...)``, ``name[k] = v``, ``del name[k]``, handed to a call: changed)."""
+    read: set[int] = set()
+    for node in ast.walk(tree):
+        item = isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+        if item or (isinstance(node, ast.Attribute) and node.attr in _READ_METHODS):
+            read.add(id(node.value))  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Compare) and all(
+            isinstance(op, (ast.In, ast.NotIn)) for op in node.ops
+        ):
+            read.update(id(c) for c in node.comparators)
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+    stores = [n for n in names if not isinstance(n.ctx, ast.Load)]
+    return len(stores) != 1 or any(id(n) not in read for n in names if isinstance(n.ctx, ast.Load))
+
+
+_READ_METHODS = frozenset({"get", "keys", "values", "items", "copy"})

@@ -68,6 +68,8 @@ class ModuleFacts:
     # and whether a module-level `__getattr__` may give the names it does not bind
     unsure: frozenset[str] = frozenset()
     dynamic: bool = False
+    # the project modules it has as attributes: (attribute, path) (_attribute_modules.py)
+    attributes: tuple[tuple[str, str], ...] = ()
     # the port's kinds, or what makes them (once, on the first read of one: replaced then)
     port: PortKinds | Callable[[], PortKinds] = PortKinds()
     # :attr:`owned`, made on first use (asked for every name a file imports from the module)
@@ -136,6 +138,7 @@ class ModuleFacts:
             self.dynamic,
             self.imports,
             self.starred,
+            self.attributes,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -15,7 +15,7 @@ from functools import partial
 
 from torchport.check._context import Context
 from torchport.check.port._host_functions import host_functions
-from torchport.check.port._lambda_factories import spelled_classes
+from torchport.check.port._lambda_factories import bound_lambdas, spelled_classes
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_facts import PortKinds
 from torchport.check.port._module_functions import (
@@ -74,8 +74,8 @@ def port_kinds(
         for func in functions:
             if returns_all(func, partial(builds, knowledge, func=func)):
                 knowledge.factories.add(func.name)
-        for name, lam in lambdas.items():  # `Net = lambda: _Net()` (k31ak: the importer's input)
-            if builds(knowledge, lam.body, func=lam):
+        for name, lams in lambdas.items():  # `Net = lambda: _Net()` (k31ak: the importer's input)
+            if any(builds(knowledge, lam.body, func=lam) for lam in lams):
                 knowledge.factories.add(name)
         for name, made in spelled.items():
             if any(builds(knowledge, m, func=tree) for m in made):
@@ -145,20 +145,14 @@ def _bound_spellings(ctx: Context, tree: ast.Module) -> dict[str, list[ast.expr]
     return _bound_once(tree, found) if found else found
 
 
-def _bound_lambdas(tree: ast.Module) -> dict[str, ast.Lambda]:
-    """``name = lambda ...: body`` (or ``name: T = lambda ...: body``) at module level, the
-    module level's only binding of ``name`` (``_lambda_factories``: offered as a factory
-    returning ``body``)."""
-    found: dict[str, ast.Lambda] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target: ast.expr = stmt.targets[0]
-        elif isinstance(stmt, ast.AnnAssign):
-            target = stmt.target
-        else:
-            continue
-        if isinstance(target, ast.Name) and isinstance(stmt.value, ast.Lambda):
-            found[target.id] = stmt.value
+def _bound_lambdas(tree: ast.Module) -> dict[str, list[ast.Lambda]]:
+    """Each name module-level statements bind to lambdas (``_lambda_factories.bound_lambdas``:
+    ``name = lambda ...: body``, annotated, a tuple's element, a walrus, a conditional's two, a
+    lambda's lambda called), the module level's only binding of ``name``: offered as a factory
+    returning their bodies."""
+    found: dict[str, list[ast.Lambda]] = {}
+    for name, _, lambdas in bound_lambdas(list(tree.body), tree):
+        found.setdefault(name, lambdas)
     return _bound_once(tree, found) if found else found
 
 

@@ -46,6 +46,7 @@ from torchport.check._context import Context
 from torchport.check._file_context import view_context
 from torchport.check._listing import recorded, span, still
 from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
+from torchport.check.port._attribute_modules import attribute_modules, reach, top_imports
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_facts import KINDS, ModuleFacts, PortKinds
 from torchport.check.port._module_files import Lookups, top_package
@@ -188,6 +189,8 @@ def _facts_of(
         classes = frozenset(knowledge.classes)
         port = partial(later_kinds, ctx.path, ctx.source, imported, classes, models)
     reexports = imported_names(tree)
+    find = partial(find_on_script_path, ctx, Path(ctx.path), lookups)
+    attributes = attribute_modules(ctx, imported.modules, find, _asker(ctx)[1])
     return ModuleFacts(
         path=ctx.path,
         classes=given,
@@ -199,6 +202,7 @@ def _facts_of(
         starred=reexports[1],
         unsure=unsure_names(ctx, imported, knowledge.classes),
         dynamic=dynamic(tree),
+        attributes=attributes,
         port=port,  # type: ignore[arg-type]
     )
 
@@ -243,7 +247,7 @@ def _imports_of(
     facts_at = partial(module_facts, _seen=seen, lookups=lookups, kinds=kinds)
 
     for stmt in ctx.tree.body:
-        for node in _top_imports(stmt):
+        for node in top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
                 source = find(node.module, node.level)
                 source_facts = facts_at(source) if source is not None else None
@@ -319,7 +323,7 @@ def _imports_of(
                         continue
                     sub_facts = facts_at(sub) if sub is not None else None
                     if sub_facts is not None:
-                        out.modules[local] = sub_facts
+                        reach(out, local, sub_facts, facts_at)
                     elif sub is not None:
                         out.unresolved.add(local)
             else:
@@ -334,9 +338,9 @@ def _imports_of(
                         continue
                     if alias.asname:
                         if only_import(alias.asname):
-                            out.modules[alias.asname] = facts
+                            reach(out, alias.asname, facts, facts_at)
                     elif only_import(alias.name.partition(".")[0]):
-                        out.modules[alias.name] = facts
+                        reach(out, alias.name, facts, facts_at)
     if kinds:
         complete(out, ctx)
     return out
@@ -401,19 +405,6 @@ def complete(view: ProjectImports, ctx: Context) -> None:
             _record(view, local, name, facts)
 
 
-def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
-    """Imports at module level, also inside ``try``/``if`` blocks there."""
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return [stmt]
-    found: list[ast.Import | ast.ImportFrom] = []
-    if isinstance(stmt, (ast.Try, ast.If)):
-        handlers = [h.body for h in stmt.handlers] if isinstance(stmt, ast.Try) else []
-        for block in (stmt.body, *handlers, stmt.orelse, getattr(stmt, "finalbody", [])):
-            for inner in block:
-                found.extend(_top_imports(inner))
-    return found
-
-
 def _unread(facts: ModuleFacts | None, name: str) -> bool:
     """Whether ``name`` of a found project module cannot be told: the module does not parse,
     or it does not bind the name itself (a star or dynamic import)."""
@@ -450,7 +441,7 @@ def nested_methods(ctx: Context) -> frozenset[str]:
     file imports inside a function or class (the view reads module-level imports only): a
     value such a module's function returns may have them (``def main(): from data import
     make_batch``). Each such import's module, and each name of it that is a submodule."""
-    top = {id(n) for stmt in ctx.tree.body for n in _top_imports(stmt)}
+    top = {id(n) for stmt in ctx.tree.body for n in top_imports(stmt)}
     scopes = ctx.scopes
     nested = [
         n

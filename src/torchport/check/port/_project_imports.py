@@ -42,6 +42,8 @@ class ProjectImports:
     cpu_functions: Set[str] = field(default_factory=set)
     view_functions: Set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
+    # those of `modules` reached as another's attribute (`pkg.model`: _attribute_modules.py)
+    reached: set[str] = field(default_factory=set, compare=False)
     viewed: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
     # model class (local name) -> the forward's inputs it makes its own tensor of
     converted: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -218,9 +220,10 @@ class ProjectImports:
         PyTorch program)."""
         if any(names for kind, names in self._kinds() if kind not in NOT_GIVEN):
             return True
-        return any(
+        return any(  # (not one reached as an attribute: `pkg.model` the file may never read)
             names
-            for facts in self.modules.values()
+            for key, facts in self.modules.items()
+            if key not in self.reached
             for kind, names in facts.kinds()
             if kind not in NOT_GIVEN
         )

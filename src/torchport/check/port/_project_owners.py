@@ -93,14 +93,23 @@ def decide(owned: Owned, method: str, instance: bool) -> str:
 
 
 def bound_names(tree: ast.Module) -> frozenset[str]:
-    """Names the module binds at its top level (also in ``if``/``try``), star imports aside."""
+    """Names the module binds at its top level (also in ``if``/``try``, a walrus), star imports
+    aside."""
     names: set[str] = set()
     stack: list[ast.stmt] = list(tree.body)
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        for head in (getattr(stmt, f, None) for f in ("test", "value", "iter")):
+            if isinstance(head, ast.expr):  # `if (Net := lambda: _Net()):` (x31an)
+                names.update(
+                    n.target.id
+                    for n in ast.walk(head)
+                    if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)
+                )
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))

@@ -37,7 +37,11 @@ class UntrackedValue(Rule):
     the port cannot read from the code (`sys.path.append(os.environ["LIB"])`)
     when the file imports modules it cannot find: they may be the project's. So is a
     call of a name another project module binds twice (`Net` imported, then rebound) or
-    through a module `__getattr__`, where one of those may be a model class.
+    through a module `__getattr__`, where one of those may be a model class, and
+    so is a read of a registry the file keeps its model classes in
+    (`@register("net") class Net` filling `REGISTRY`, then `REGISTRY[name]()`), and
+    a `with` target of a context manager of the file handed a device value
+    (`with pair(model(x)) as (c, d)`).
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
@@ -157,6 +161,24 @@ class UntrackedValue(Rule):
                 "place it nor what it meets"
             )
             yield ctx.finding(self, call, message=message)
+        from torchport.check.port._registries import registry_reads
+
+        for read in registry_reads(facts):
+            message = (
+                f"check which class `{ast.unparse(read)[:40]}` gives and move what it makes: "
+                "the file keeps model classes in this registry, and which one a read gives "
+                "only a run tells"
+            )
+            yield ctx.finding(self, read, message=message)
+        from torchport.check.port._entered_values import entered_device_values
+
+        for target in entered_device_values(facts, origins(ctx).kinds.of):
+            message = (
+                f"check what `{ast.unparse(target)[:40]}` holds and move it to `device`: a "
+                "context manager of the file is handed a device value here, and what it gives "
+                "back the port cannot follow"
+            )
+            yield ctx.finding(self, target, message=message)
         for call in cpu_placements(port_facts(ctx)):
             message = (
                 "the code puts this value on the CPU and it meets the model: make it on "
