@@ -136,7 +136,11 @@ def _registries_walked(tree: ast.Module) -> dict[str, list[str]]:
             and all(isinstance(v, ast.Name) for v in stmt.value.values)
         ):
             found[stmt.targets[0].id] = [v.id for v in stmt.value.values]  # type: ignore[attr-defined]
-    return {name: held for name, held in found.items() if counts.get(name) == 1}
+    return {  # (x31an's later filter, the same on both sides: the cut is the count's)
+        name: held
+        for name, held in found.items()
+        if counts.get(name) == 1 and not _models.changed_after(tree, name)
+    }
 
 
 def _constants_walked(tree: ast.Module) -> frozenset[str]:
