@@ -36,13 +36,13 @@ from torchport.check._engine import check_text, check_tree, ruleset_for
 from torchport.check._fix import MAX_FIX_ROUNDS, FixOutcome, _one_round
 from torchport.check._rule import FixSafety
 from torchport.check.port import _project
+from torchport.check.port._attribute_modules import top_imports as _top_imports
 from torchport.check.port._module_files import Lookups, find_module
 from torchport.check.port._project import (
     KINDS,
     ProjectImports,
     _imports_of,
     _record,
-    _top_imports,
     module_facts,
 )
 from torchport.check.port._project_owners import rebound_by_own_call
