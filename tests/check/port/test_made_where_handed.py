@@ -53,6 +53,7 @@ CPU_MADE = (
     "torch.normal(0.0, 1.0, size=(4,)) * 0",
     "torch.bernoulli(torch.full((4,), 0.5)) * 0",
     "torch.arange(0, 4, out=torch.empty(0))",
+    "torch.arange(0, 4, out=torch.LongTensor(4))",
     "torch.arange(0, 4, out=self.tensor())",
 )
 

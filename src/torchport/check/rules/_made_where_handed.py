@@ -50,7 +50,8 @@ def out_left(node: ast.Call) -> bool:
 
 def _placed_or_said(out: ast.expr) -> bool:
     """Whether ``out`` is made where a tensor is (``h.new_empty(0)``, ``torch.empty_like(h)``)
-    or by a torch function, reported where it makes a CPU tensor (``torch.empty(0)``). Not a
+    or by a torch function, reported where it makes a CPU tensor (``torch.empty(0)``,
+    ``torch.LongTensor(n)``). Not a
     call the port does not know: Sentence-VAE's ``self.tensor()``, ``torch.cuda.FloatTensor``
     or ``torch.Tensor``, is the CPU's where CUDA is not (MPS, XPU)."""
     if not isinstance(out, ast.Call) or not isinstance(out.func, ast.Attribute):
@@ -58,7 +59,7 @@ def _placed_or_said(out: ast.expr) -> bool:
     attr = out.func.attr
     if attr.startswith("new_") or attr.endswith("_like"):
         return True
-    return isinstance(out.func.value, ast.Name) and out.func.value.id == "torch" and attr.islower()
+    return isinstance(out.func.value, ast.Name) and out.func.value.id == "torch"
 
 
 def _self_attr(expr: ast.expr) -> str | None:
@@ -104,7 +105,7 @@ def _loops_over(expr: ast.expr, attr: str) -> bool:
     """``self.<attr>``, ``enumerate(self.<attr>)`` or ``self.<attr>.items()``/``.values()``."""
     if isinstance(expr, ast.Call) and getattr(expr.func, "id", None) == "enumerate" and expr.args:
         expr = expr.args[0]
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and not expr.args:
-        if expr.func.attr in {"items", "values"}:
-            expr = expr.func.value
+    func = expr.func if isinstance(expr, ast.Call) and not expr.args else None
+    if isinstance(func, ast.Attribute) and func.attr in {"items", "values"}:
+        expr = func.value
     return _self_attr(expr) == attr

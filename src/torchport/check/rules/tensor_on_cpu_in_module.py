@@ -177,7 +177,7 @@ def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
     """The creator's name (``torch.zeros``, ``torch.FloatTensor``) if it gets no ``device=``."""
     made_by, typed = creators()
     name = ctx.qualname(node.func)
-    if name not in made_by and name not in typed or keyword(node, "device") is not None:
+    if (name not in made_by and name not in typed) or keyword(node, "device") is not None:
         return None
     return None if made_where_handed(node, name) else name  # `out=`, `normal(mu, std)`
 
