@@ -16,6 +16,9 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+
+_Qualname = Callable[[ast.expr], "str | None"]
 
 __all__ = ["OUT_LEFT", "made_where_handed", "out_left", "registered_otherwise"]
 
@@ -28,13 +31,13 @@ _REGISTERING = frozenset({"ModuleList", "ModuleDict", "Sequential"})
 _ADDING = frozenset({"add_module", "register_module"})
 
 
-def made_where_handed(node: ast.Call, name: str | None) -> bool:
+def made_where_handed(node: ast.Call, name: str | None, qualname: _Qualname) -> bool:
     """Whether ``node`` (a call of the creator ``name``, no ``device=``) makes its tensor
     where a tensor it is handed is: ``out=``, ``torch.normal`` with no size,
     ``torch.bernoulli``."""
     out = next((k.value for k in node.keywords if k.arg == "out"), None)
     if out is not None:
-        return _placed_or_said(out)
+        return _placed_or_said(out, qualname)
     if name == "torch.bernoulli":
         return bool(node.args) or any(k.arg == "input" for k in node.keywords)
     if name == "torch.normal":  # `normal(mean, std, size)`: numbers, drawn on the CPU
@@ -42,13 +45,13 @@ def made_where_handed(node: ast.Call, name: str | None) -> bool:
     return False
 
 
-def out_left(node: ast.Call) -> bool:
+def out_left(node: ast.Call, qualname: _Qualname) -> bool:
     """Whether ``node`` writes into an ``out=`` made by a call the port does not place."""
     out = next((k.value for k in node.keywords if k.arg == "out"), None)
-    return out is not None and not _placed_or_said(out)
+    return out is not None and not _placed_or_said(out, qualname)
 
 
-def _placed_or_said(out: ast.expr) -> bool:
+def _placed_or_said(out: ast.expr, qualname: _Qualname) -> bool:
     """Whether ``out`` is made where a tensor is (``h.new_empty(0)``, ``torch.empty_like(h)``)
     or by a torch function, reported where it makes a CPU tensor (``torch.empty(0)``,
     ``torch.LongTensor(n)``). Not a
@@ -59,7 +62,8 @@ def _placed_or_said(out: ast.expr) -> bool:
     attr = out.func.attr
     if attr.startswith("new_") or attr.endswith("_like"):
         return True
-    return isinstance(out.func.value, ast.Name) and out.func.value.id == "torch"
+    made_by = qualname(out.func) or ""
+    return made_by.startswith("torch.") and not made_by.startswith("torch.cuda.")
 
 
 def _self_attr(expr: ast.expr) -> str | None:

@@ -167,7 +167,7 @@ class TensorOnCpuInModule(Rule):
         if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
         device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
-        if device is None or out_left(node):  # a method `__init__` calls, or an unknown `out=`
+        if device is None or out_left(node, ctx.qualname):  # `__init__` calls it; unknown `out=`
             yield ctx.finding(self, node, message=OUT_LEFT if device else None)
             return
         yield ctx.finding(self, node, fix=Fix(_placing(node, name, device, ctx), FixSafety.SAFE))
@@ -179,7 +179,7 @@ def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
     name = ctx.qualname(node.func)
     if (name not in made_by and name not in typed) or keyword(node, "device") is not None:
         return None
-    return None if made_where_handed(node, name) else name  # `out=`, `normal(mu, std)`
+    return None if made_where_handed(node, name, ctx.qualname) else name  # `normal(mu, s)`
 
 
 def _in_an_optimizer(scope: PortScope | None, ctx: Context) -> bool:
