@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import move_after
 from torchport.check._rule import Edit
+from torchport.check.rules._made_where_handed import registered_otherwise
 from torchport.check.rules._module_tensors import (
     builds_the_module,
     class_assignments,
@@ -205,8 +206,9 @@ def _plain_container(node: ast.Call, scope: PortScope, facts: PortFacts) -> tupl
     if isinstance(parent, ast.Assign) and child is parent.value and child is not node:
         for target in parent.targets:
             attr = _self_attribute(target)
-            if attr is not None:
-                return attr, is_dict
+            if attr is not None:  # unless the class registers them (`nn.ModuleList(self.X)`)
+                kept = scope.cls is None or not registered_otherwise(scope.cls, attr)
+                return (attr, is_dict) if kept else None
         return None
     if (
         isinstance(parent, ast.Call)
@@ -216,7 +218,7 @@ def _plain_container(node: ast.Call, scope: PortScope, facts: PortFacts) -> tupl
     ):
         attr = _self_attribute(parent.func.value)
         if attr is not None and scope.cls is not None and _plain_list(scope.cls, attr):
-            return attr, False
+            return None if registered_otherwise(scope.cls, attr) else (attr, False)
     return None
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._made_where_handed import OUT_LEFT, made_where_handed, out_left
 from torchport.check.rules._module_lambdas import class_lambda, held_lambda, module_lambda
 from torchport.check.rules._module_tensors import (
     CPU_DEFAULT,
@@ -166,8 +167,8 @@ class TensorOnCpuInModule(Rule):
         if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
         device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
-        if device is None:  # a method `__init__` calls: no parameters to take the device of
-            yield ctx.finding(self, node)
+        if device is None or out_left(node, ctx.qualname):  # `__init__` calls it; unknown `out=`
+            yield ctx.finding(self, node, message=OUT_LEFT if device else None)
             return
         yield ctx.finding(self, node, fix=Fix(_placing(node, name, device, ctx), FixSafety.SAFE))
 
@@ -176,9 +177,9 @@ def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
     """The creator's name (``torch.zeros``, ``torch.FloatTensor``) if it gets no ``device=``."""
     made_by, typed = creators()
     name = ctx.qualname(node.func)
-    if name not in made_by and name not in typed:
+    if (name not in made_by and name not in typed) or keyword(node, "device") is not None:
         return None
-    return name if keyword(node, "device") is None else None
+    return None if made_where_handed(node, name, ctx.qualname) else name  # `normal(mu, s)`
 
 
 def _in_an_optimizer(scope: PortScope | None, ctx: Context) -> bool:
