@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("torch")
 
-from tests.check.port.no_cuda_sim import placed_or_said  # noqa: E402
+from tests.check.port.no_cuda_sim import placed_or_said
 
 # Each form: the expression, and how its value becomes a list of the model's outputs.
 FORMS = {
