@@ -355,8 +355,9 @@ class DeviceFlow:
                     known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
                     self._meet(value, scope, None if known else value)
         for loop in scope.loops:  # a dict's values taken one by one: each where the target is
+            moved = set() if isinstance(loop, ast.comprehension) else scope.moved  # (its own)
             for target, item in self.taken(loop, scope):
-                names = [n for n in names_of(target) if n in values and n not in scope.moved]
+                names = [n for n in names_of(target) if n in values and n not in moved]
                 if id(item) in self.viewed and names and not self.on_device(item, scope):
                     self._meet(item, scope, None if set(names) - guessed else item)
         held = held_parameters(scope.nodes, self.followed)  # a lambda's own parameters

@@ -320,14 +320,15 @@ class Origins:
                 f"`{name.id}`, the parameter of a lambda {loose_where(anchor, self.facts.parents)}"
             )
             return [Origin(b.node, where, library=False)]
+        if isinstance(anchor, ast.comprehension):  # its own name: no `x = x.to(device)` moves it
+            batch = self.kinds.of(anchor.iter) is Kind.LOADER or self.kinds.binding(b) is Kind.BATCH
+            where = f"`{name.id}`, a batch taken in a comprehension"  # (moved at loops alone)
+            return [Origin(b.node, where, library=False)] if batch else self.of(anchor.iter)
         if self._moved_by_code(b, anchor):
             return []  # a batch the code moves itself (`x = x.to(device)` in the loop)
         if isinstance(anchor, ast.Assign):
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
-        if isinstance(anchor, ast.comprehension) and self.kinds.of(anchor.iter) is Kind.LOADER:
-            # `[model(x) for x, _ in loader]`: batches are moved at a loop's statements
-            return [Origin(b.node, f"`{name.id}`, a batch taken in a comprehension", library=False)]
-        if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
+        if isinstance(anchor, (ast.For, ast.AsyncFor)):
             return self.of(anchor.iter)  # an item of what it iterates
         return [Origin(b.node, f"`{name.id}`", library=False)]
 
@@ -454,7 +455,7 @@ class Origins:
     def _moved_by_code(self, b: Binding, anchor: ast.AST | None) -> bool:
         """A tensor or batch bound to a name the code itself moves (``x = x.cuda()``): the
         code's own device choice then follows it (on a machine where that choice is the CPU,
-        the model stays there too); the port leaves it alone."""
+        the model stays there too); the port leaves it alone (not a comprehension's)."""
         scope = self.facts.scope_of.get(id(anchor)) if anchor is not None else None
         return (
             scope is not None
