@@ -3,8 +3,7 @@
 A :class:`PortScope` is one function (or the module body); :class:`DeviceFlow` finds its
 device values (what a forward returns and everything computed from it, up to a host read),
 the operands that meet them (the sinks), and the names whose values reach a sink through
-assignments. What a model is, it asks the object it is given (:class:`ModelQuestions`: the
-port's facts, :class:`~torchport.check.port._facts.PortFacts`, which holds one flow).
+assignments. What a model is, it asks the port's facts it is given (:class:`ModelQuestions`).
 """
 
 from __future__ import annotations
@@ -355,8 +354,8 @@ class DeviceFlow:
                     known = any(isinstance(t, ast.Name) and t.id not in guessed for t in targets)
                     self._meet(value, scope, None if known else value)
         for loop in scope.loops:  # a dict's values taken one by one: each where the target is
-            moved = set() if isinstance(loop, ast.comprehension) else scope.moved  # (its own)
-            for target, item in self.taken(loop, scope):
+            for target, item in self.taken(loop, scope):  # (a comprehension's: its own names)
+                moved = () if isinstance(loop, ast.comprehension) else scope.moved
                 names = [n for n in names_of(target) if n in values and n not in moved]
                 if id(item) in self.viewed and names and not self.on_device(item, scope):
                     self._meet(item, scope, None if set(names) - guessed else item)
