@@ -209,7 +209,7 @@ def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int)
                 roots = [view_root(v, facts) for v in value.elts]
             func = value.func if isinstance(value, ast.Call) else None
             if isinstance(func, ast.Name) and func.id in ITEM_ITERATORS:  # enumerate(t): b31an
-                roots = [view_root(v, facts) for v in value.args]
+                roots = [view_root(v, facts) for v in getattr(value, "args", [])]
             if any(isinstance(r, ast.Name) and r.id in names for r in roots):
                 grown.update(n for t in targets for n in names_of(t))
         if grown == names:
