@@ -37,6 +37,22 @@ from __future__ import annotations
 import ast
 
 from torchport.check.port._device_flow import names_of
+from torchport.check.port._sharing_tables import (
+    _COPYING,
+    _NUMPY_OUT_AT,
+    _NUMPY_READERS,
+    _READERS,
+    _TENSOR_VIEWS,
+    _VIEWS,
+    _WRITING_KEYWORDS,
+    HOLDERS,
+    HOLDING_METHODS,
+    ITEM_ITERATORS,
+    SHARING,
+    own_attribute,
+    own_callees,
+    view_root,
+)
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -44,43 +60,6 @@ if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
 __all__ = ["SHARING", "shared_memory"]
-
-# Makers whose tensor shares its memory with their argument (a copy on the device would not).
-SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
-# Methods of an array that read it into a new value (never write it, never give a view).
-_COPYING = frozenset(
-    {"copy", "astype", "sum", "mean", "max", "min", "std", "var", "any", "all", "argmax",
-     "argmin", "tolist", "item", "tobytes", "round", "cumsum", "prod", "nonzero"}
-)  # fmt: skip
-_VIEWS = frozenset({"T", "mT", "real", "imag", "flat", "base", "data"})  # (a view: followed)
-# (not `max`/`min`/`sorted`/`list`: a 2-D array's items are its rows, views of it)
-_READERS = frozenset(
-    {"len", "print", "repr", "str", "float", "int", "bool", "isinstance", "sum", "abs",
-     "json.dumps", "pickle.dumps", "copy.deepcopy"}
-)  # fmt: skip
-# numpy functions that read an array into a new value, a number or a file, and never write it
-# without `out=` (not `np.asarray`/`np.ravel`/`np.reshape`: the same memory, written later)
-_NUMPY_READERS = frozenset(
-    {"mean", "sum", "max", "min", "amax", "amin", "std", "var", "median", "average", "argmax",
-     "argmin", "percentile", "quantile", "allclose", "array_equal", "isclose", "isnan",
-     "isfinite", "abs", "absolute", "exp", "log", "sqrt", "square", "dot", "matmul",
-     "concatenate", "stack", "vstack", "hstack", "array", "copy", "unique", "sort", "argsort",
-     "cumsum", "prod", "diff", "histogram", "corrcoef", "cov", "save", "savetxt", "savez",
-     "count_nonzero", "any", "all", "round", "around", "clip", "polyfit", "shape", "ndim",
-     "size", "linalg.norm"}
-)  # fmt: skip
-# Where a reader's positional `out` stands (`np.exp(a, a)`, `np.clip(a, 0, 1, a)`: a write,
-# q31am); a call with that many positional arguments may write one of them.
-_NUMPY_OUT_AT = {
-    **dict.fromkeys(("abs", "absolute", "exp", "log", "sqrt", "square", "isnan", "isfinite"), 1),
-    **dict.fromkeys(("matmul", "dot", "concatenate", "stack", "round", "around", "max", "min",
-                     "amax", "amin", "argmax", "argmin", "median", "any", "all"), 2),
-    **dict.fromkeys(("clip", "cumsum", "sum", "mean", "std", "var", "prod", "percentile",
-                     "quantile"), 3),
-}  # fmt: skip
-# Keywords that may make a reader write its array or hand it back (`np.median(a,
-# overwrite_input=True)`, `a.astype(t, copy=False)`: q31am), or hide one (`**k`).
-_WRITING_KEYWORDS = ("out", "copy", "overwrite_input", None)
 
 
 def shared_memory(node: ast.Call, facts: PortFacts) -> str:
@@ -207,36 +186,6 @@ def _reader(call: ast.Call, facts: PortFacts) -> bool:
     return name in _READERS or name.startswith("matplotlib.pyplot.")
 
 
-# Methods (and ``torch`` functions of the tensor) that may return a view of it, or the tensor
-# itself (a cast to its own dtype): a name bound to one shares the tensor's memory (b31al).
-_TENSOR_VIEWS = frozenset(
-    {"view", "view_as", "reshape", "reshape_as", "T", "mT", "H", "mH", "t", "transpose",
-     "permute", "unsqueeze", "squeeze", "narrow", "select", "expand", "expand_as", "flatten",
-     "unflatten", "unfold", "split", "chunk", "unbind", "tensor_split", "detach", "contiguous",
-     "as_strided", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "real", "imag",
-     "data", "numpy", "to", "type", "float", "double", "half", "int", "long", "cpu",
-     "view_as_real", "view_as_complex", "squeeze_", "unsqueeze_", "requires_grad_"}
-)  # fmt: skip
-
-
-def _view_root(value: ast.expr, facts: PortFacts) -> ast.expr:
-    """What ``value`` may be a view of: ``t`` of ``t[0]``, ``t.T``, ``t.view(-1)``,
-    ``torch.flatten(t)``; else ``value`` itself."""
-    while True:
-        if isinstance(value, ast.Subscript) or (
-            isinstance(value, ast.Attribute) and value.attr in _TENSOR_VIEWS
-        ):
-            value = value.value
-        elif isinstance(value, ast.Call) and isinstance(func := value.func, ast.Attribute):
-            if func.attr not in _TENSOR_VIEWS:
-                return value
-            torch_function = (facts.ctx.qualname(func) or "").startswith("torch.")
-            # `torch.flatten(t)`: its first argument; `t.view(-1)`: what it is called on
-            value = value.args[0] if torch_function and value.args else func.value
-        else:
-            return value
-
-
 def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> set[str]:
     """``names`` and the names bound after line ``after`` to a view of one of them
     (``u = t.view(-1)``, ``row = t[0]``, ``for row in t``), to a fixed point."""
@@ -244,7 +193,8 @@ def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int)
     while True:
         grown = set(names)
         for node in scope.nodes:
-            if getattr(node, "lineno", 0) <= after:
+            line = getattr(node, "lineno", 0) or getattr(facts.parents.get(id(node)), "lineno", 0)
+            if line <= after:  # (a comprehension's line: its expression's)
                 continue
             if isinstance(node, ast.Assign):
                 value, targets = node.value, node.targets
@@ -254,8 +204,13 @@ def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int)
                 value, targets = node.iter, [node.target]  # (its items are views)
             else:
                 continue
-            root = _view_root(value, facts)
-            if isinstance(root, ast.Name) and root.id in names:
+            roots = [view_root(value, facts)]
+            if isinstance(value, ast.List | ast.Tuple):  # `for x in [t, u]` (b31an)
+                roots = [view_root(v, facts) for v in value.elts]
+            func = value.func if isinstance(value, ast.Call) else None
+            if isinstance(func, ast.Name) and func.id in ITEM_ITERATORS:  # enumerate(t): b31an
+                roots = [view_root(v, facts) for v in getattr(value, "args", [])]
+            if any(isinstance(r, ast.Name) and r.id in names for r in roots):
                 grown.update(n for t in targets for n in names_of(t))
         if grown == names:
             return names
@@ -273,6 +228,14 @@ def _written(
     names = _with_views(names, scope, facts, after) if names else names
     if not names:
         return False
+    if scope is facts.module and any(  # `class C: x = t` (in no scope of the walk; b31an)
+        isinstance(n, ast.Name) and n.id in names
+        for c in facts.structure.classdefs
+        for stmt in c.body
+        if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+        for n in ast.walk(stmt)
+    ):
+        return True
     for inner in _inner_scopes(scope, facts):
         free = names - inner.local
         if free and _written(free, inner, facts, 0, depth):
@@ -293,9 +256,9 @@ def _written(
             target = node  # `t[0] = 4`, `t.add_(1)`
         else:
             continue
-        while isinstance(target, ast.Subscript | ast.Attribute):
-            target = target.value
-        if isinstance(target, ast.Name) and target.id in names:
+        while isinstance(target, ast.Subscript | ast.Attribute | ast.NamedExpr):
+            target = target.target if isinstance(target, ast.NamedExpr) else target.value
+        if isinstance(target, ast.Name) and target.id in names:  # (`(u := t)[0] = 4`)
             return True
     return False
 
@@ -328,19 +291,38 @@ def _handed_on(value: ast.expr, facts: PortFacts, depth: int = 0) -> bool:
     handed: ast.expr | ast.keyword = value
     if isinstance(up, ast.keyword):
         handed, up = up, facts.parents.get(id(up))
+    if isinstance(up, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+        return True  # `[t for _ in r]`: a container (b31an)
     if isinstance(up, ast.List | ast.Tuple | ast.Set | ast.Dict | ast.Starred):
         outer = facts.parents.get(id(up))
-        if isinstance(outer, ast.Call) and up in outer.args:
-            return not _torch_reader(outer, facts)
-        return True
+        if isinstance(outer, ast.Call) and up in outer.args:  # `model([t, u])`: as `model(t)`
+            return _handed_on(up, facts, depth) if isinstance(up, ast.List | ast.Tuple) else True
+        iterated = isinstance(outer, ast.For | ast.comprehension) and outer.iter is up
+        return not (iterated and isinstance(value, ast.Name))  # (`for x in [t, u]`: followed)
     if isinstance(up, ast.Assign | ast.AnnAssign) and up.value is value:
         targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+        if isinstance(facts.parents.get(id(up)), ast.ClassDef):
+            return True  # `class C: x = t` (an attribute, b31an)
+        if len(targets) == 1 and (held := own_attribute(targets[0], up, facts)):
+            return _attribute_written(*held, facts, depth + 1)  # `self.x = x` (b31an)
         return not all(isinstance(t, ast.Name) for t in targets)  # `self.t = t`, `d[k] = t`
     if not isinstance(up, ast.Call) or value is up.func:
         return False
-    if (facts.ctx.qualname(up.func) or "").startswith("torch."):
+    name = facts.ctx.qualname(up.func) or (up.func.id if isinstance(up.func, ast.Name) else "")
+    method = up.func.attr if isinstance(up.func, ast.Attribute) else ""
+    if name in HOLDERS or name.startswith("operator.") or method in HOLDING_METHODS:
+        return True  # kept where a write is out of sight (b31an)
+    if name.startswith("torch."):
         return not _torch_reader(up, facts)
-    return _own_function_writes(up, handed, facts, depth)
+    if handed is not value or not isinstance(value, ast.List | ast.Tuple):
+        return _own_function_writes(up, handed, facts, depth)
+    flows = isinstance(up.func, ast.Name) and up.func.id in ITEM_ITERATORS | {"map", "filter"}
+    calls_back = any(  # `pool.map(bump, [t])`: the file's code runs on the items
+        isinstance(v, ast.Lambda) or (isinstance(v, ast.Name) and v.id in facts.functions)
+        for v in (*up.args, *(k.value for k in up.keywords))
+    )
+    # a list to the file's own code, or on to other items (`zip([t], r)`): unfollowed
+    return flows or calls_back or own_callees(up, facts)[0] is not None
 
 
 def _torch_reader(call: ast.Call, facts: PortFacts) -> bool:
@@ -356,16 +338,27 @@ def _own_function_writes(
     """Whether the file's own function ``call`` calls may write the tensor ``value`` (an
     argument of it, or a keyword): its parameter written, or handed on, in its body; a star
     (``*args``, ``**kwargs``) on either side, or a chain deeper than three calls, may."""
-    func = facts.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
-    if (
-        func is None
-        or facts.ctx.scopes.resolve(func.name, call.func) is not facts.ctx.scopes.module
-    ):
-        return False  # not the file's own function: other code, read as before
-    if depth >= 3 or any(isinstance(a, ast.Starred) for a in call.args):
-        return True
+    funcs, skip = own_callees(call, facts)
+    if funcs is None:
+        return False  # not the file's own code: other code, read as before
+    if not funcs or depth >= 3 or any(isinstance(a, ast.Starred) for a in call.args):
+        return True  # (a lambda, a class without `__init__`: out of sight)
+    return any(_parameter_written(call, value, f, skip, facts, depth) for f in funcs)
+
+
+def _parameter_written(
+    call: ast.Call,
+    value: ast.expr | ast.keyword,
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    skip: int,
+    facts: PortFacts,
+    depth: int,
+) -> bool:
+    """Whether ``func``'s parameter that ``call`` hands ``value`` to (after the first
+    ``skip``: a method's ``self``) is written or handed on, or returned to ``call``'s value,
+    followed there (``def ident(x): return x``; b31an)."""
     a = func.args
-    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
     if isinstance(value, ast.keyword):
         if value.arg is None:
             return True  # `f(**k)`
@@ -375,10 +368,42 @@ def _own_function_writes(
         if index >= len(positional):
             return True  # into `*args`
         parameter = positional[index]
-    return _written({parameter}, facts.scope_of_function(func), facts, 0, depth + 1)
+    if _written({parameter}, facts.scope_of_function(func), facts, 0, depth + 1):
+        return True
+    returned = [n.value for n in ast.walk(func) if isinstance(n, ast.Return | ast.Yield)]
+    if not any(
+        isinstance(root := view_root(r, facts), ast.Name) and root.id == parameter
+        for r in returned
+        if r is not None
+    ):
+        return False
+    scope = facts.scope_of.get(id(call)) or facts.module
+    return _unbound_written(call, scope, facts, depth + 1)
 
 
-def _unbound_written(made: ast.Call, scope: PortScope, facts: PortFacts) -> bool:
+def _attribute_written(cls: ast.ClassDef, attr: str, facts: PortFacts, depth: int) -> bool:
+    """Whether ``self.attr`` may be written in a method of ``cls`` (``self.buf.mul_(2)``,
+    ``self.buf[0] = 4``, ``self.buf += 1``), or handed on, as an unnamed tensor is followed."""
+    if depth >= 3:
+        return True
+    for scope in facts.scopes[1:]:
+        if scope.cls is not cls:
+            continue
+        for node in scope.nodes:
+            if not (isinstance(node, ast.Attribute) and node.attr == attr):
+                continue
+            if not isinstance(node.value, ast.Name):
+                continue
+            if isinstance(node.ctx, ast.Store | ast.Del):
+                if isinstance(facts.parents.get(id(node)), ast.AugAssign):
+                    return True
+                continue
+            if _unbound_written(node, scope, facts, depth):
+                return True
+    return False
+
+
+def _unbound_written(made: ast.expr, scope: PortScope, facts: PortFacts, depth: int = 0) -> bool:
     """Whether the tensor ``made`` makes, bound to no name, may be written where it goes: a
     view or cast of it followed to the name it is bound to (``v = torch.from_numpy(a).numpy();
     v[0] = 5``) or to where it is handed (:func:`_handed_on`); an in-place method of it."""
@@ -402,9 +427,9 @@ def _unbound_written(made: ast.Call, scope: PortScope, facts: PortFacts) -> bool
             if not all(isinstance(t, ast.Name) for t in targets):
                 return True
             names = {n for t in targets for n in names_of(t)}
-            return _written(names, scope, facts, getattr(up, "lineno", made.lineno) - 1)
+            return _written(names, scope, facts, getattr(up, "lineno", made.lineno) - 1, depth)
         else:
-            return _handed_on(value, facts)
+            return _handed_on(value, facts, depth)
 
 
 def _handed_array(call: ast.Call, facts: PortFacts) -> ast.expr | None:
