@@ -18,8 +18,13 @@ class (e), benchmarks/RESULTS.md, branch v34an). A file is **vendored and not re
   a ``try``'s), as the project view resolves it (``port/_module_files.find_module``), else
   against each subtree as an import root (its folder, its ``src/``, a vendor folder's
   children: a copy installed with ``pip install -e``), each package's ``__init__`` on the
-  way; a Python string naming a module (``importlib``) or a ``.py`` file, and a shell
-  script, Makefile, Dockerfile or YAML/TOML file outside the subtrees naming one, count too.
+  way; a Python string naming a module (``importlib``, ``runpy``, ``-m``), a module's
+  attribute (a config's ``_target_``), a ``.py`` file or a folder (a dotted name's beginning
+  in an f-string, a ``sys.path`` entry: every module below it), and any text file outside
+  the subtrees naming one (a shell script, Makefile, Dockerfile, batch job, YAML/TOML/JSON
+  file, a CI workflow under ``.github/`` ...; a notebook's code cells as Python; prose: its
+  ``.py`` paths only) count too, a dotted name resolved from the root as well; a package run
+  with ``-m`` runs its ``__main__``; a symlinked folder reaches the files it points to.
 
 Any doubt holds nothing: no repository, more files than ``rules/_project_calls`` reads, or a
 module outside the subtrees that does not parse (its imports are not known); a module of a
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -40,12 +46,19 @@ from torchport.check.files._discovery import vendored_sign, vendored_signs_above
 __all__ = ["HELD_MARK", "unreached_vendored", "vendored_held"]
 
 HELD_MARK = "vendored "  # a held count's key is HELD_MARK + code (files/_text.held_note)
-_TEXTS = (".sh", ".bash", ".yaml", ".yml", ".toml", ".cfg", ".md", ".rst", ".txt")
 _PROSE = (".md", ".rst", ".txt")
-_NAMED_TEXTS = ("Makefile", "Dockerfile")
+# hidden folders of the root a CI service runs commands from (repository_texts skips them)
+_HIDDEN = (".github", ".circleci", ".gitlab", ".buildkite", ".devcontainer", ".azure-pipelines")
 _WORDS = re.compile(r"[\w./-]+\.(?:py|sh|bash|ya?ml|toml|cfg)\b|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _FILE_WORD = re.compile(r".*\.(?:py|sh|bash|ya?ml|toml|cfg)\Z")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
+# a folder: a module name's beginning (`f"vendor.models.{name}"`) or a path (`vendor/x/`,
+# `sys.path.insert(0, "third_party/y/lib")`): every module below it counts as reached
+_PREFIX = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.\Z|[\w.-]*\w[\w.-]*/[\w./-]*\Z")
+_PATHS = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?")
+# a text file's line where a folder's path is a place code runs from (not a .gitmodules',
+# a linter's `exclude` line): `cd x && python ...`, `PYTHONPATH=x`, a Dockerfile's WORKDIR
+_RUNS = re.compile(r"python|\bcd\b|sys\.path|\bWORKDIR\b|\bpushd\b", re.IGNORECASE)
 
 
 def vendored_held(paths: Iterable[str]) -> frozenset[str]:
@@ -81,7 +94,9 @@ def unreached_vendored(root: str) -> frozenset[str]:
     if not found:
         return frozenset()
     bases = [b for f, s in found.items() for b in _bases(f, s)]
-    edges = {f: _edges(f, data, root, bases) for f, data in texts if _wanted(f)}
+    bases.append(root)  # `python -m third_party.x`, `import_module("vendor.y")`: from the root
+    bases.append(os.path.join(root, "src"))
+    edges = {f: _edges(f, data, root, bases) for f, data in (*texts, *_hidden_texts(root))}
     active = dict(found)
     while True:
         subtree = {f: _outermost(f, active) for f in modules}
@@ -143,9 +158,17 @@ def _reach(
     return seen
 
 
-def _wanted(path: str) -> bool:
-    name = os.path.basename(path)
-    return name.endswith((".py", *_TEXTS)) or name.startswith(_NAMED_TEXTS)
+def _hidden_texts(root: str) -> list[tuple[str, bytes]]:
+    """(path, bytes) of the text files in the root's CI folders (:data:`_HIDDEN`)."""
+    out: list[tuple[str, bytes]] = []
+    for hidden in _HIDDEN:
+        for here, _, names in os.walk(os.path.join(root, hidden)):
+            for name in names:
+                with contextlib.suppress(OSError), open(os.path.join(here, name), "rb") as f:
+                    data = f.read(1 << 20)
+                    if b"\0" not in data[:8192]:
+                        out.append((os.path.join(here, name), data))
+    return out
 
 
 def _bases(folder: str, sign: str) -> list[str]:
@@ -162,16 +185,25 @@ def _edges(file: str, data: bytes, root: str, bases: list[str]) -> set[str] | No
     from torchport.check.port._module_files import Lookups, find_module
 
     out: set[str] = set()
-    if not file.endswith(".py"):
+    tree = None
+    if file.endswith(".ipynb"):
+        tree = _notebook(data)  # its code cells as Python, else its words below
+    if not file.endswith(".py"):  # any text file: a launcher (a shell script, a CI job ...)
         prose = file.endswith(_PROSE)  # its files' paths only: a dotted word there is prose
-        for word in set(_WORDS.findall(data.decode("utf-8", "surrogateescape"))):
+        text = data.decode("utf-8", "surrogateescape")
+        folders = [
+            w for line in text.splitlines() if _RUNS.search(line) for w in _PATHS.findall(line)
+        ]
+        for word in set(_WORDS.findall(text) + folders):
             if not prose or _FILE_WORD.match(word):
                 out.update(_named(file, word, root, bases))
-        return out
-    try:
-        tree = ast.parse(data)  # bytes: a BOM, a coding cookie, as Python reads the file
-    except (SyntaxError, ValueError):
-        return None
+        if tree is None:
+            return out
+    else:
+        try:
+            tree = ast.parse(data)  # bytes: a BOM, a coding cookie, as Python reads the file
+        except (SyntaxError, ValueError):
+            return None
     lookups = Lookups()
     for node in ast.walk(tree):
         asked: list[tuple[str | None, int]] = []
@@ -183,7 +215,8 @@ def _edges(file: str, data: bytes, root: str, bases: list[str]) -> set[str] | No
                       for a in node.names]  # fmt: skip
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
-            if len(text) < 200 and (_FILE_WORD.match(text) or _DOTTED.match(text)):
+            if len(text) < 200 and (_FILE_WORD.match(text) or _DOTTED.match(text) or
+                                    _PREFIX.match(text)):  # fmt: skip
                 out.update(_named(file, text, root, bases))
             continue
         for dotted, level in asked:
@@ -193,6 +226,22 @@ def _edges(file: str, data: bytes, root: str, bases: list[str]) -> set[str] | No
             if target is not None:
                 out.update(_with_packages(str(target)))
     return out
+
+
+def _notebook(data: bytes) -> ast.Module | None:
+    """A notebook's code cells as one Python module (``!`` and ``%`` lines left out)."""
+    try:
+        cells = json.loads(data)["cells"]
+        lines = [
+            line
+            for cell in cells
+            if cell.get("cell_type") == "code"
+            for line in "".join(cell.get("source", ())).splitlines()
+            if not line.lstrip().startswith(("!", "%"))
+        ]
+        return ast.parse("\n".join(lines))
+    except (ValueError, TypeError, KeyError, AttributeError, SyntaxError):
+        return None
 
 
 def _in_bases(dotted: str, bases: list[str]) -> Path | None:
@@ -209,19 +258,40 @@ def _named(file: str, word: str, root: str, bases: list[str]) -> list[str]:
     """The files a string names: a file's path (``.py``, a shell script, a YAML file ...:
     from the root or the file's folder), or a dotted module name resolved against the
     vendored import roots."""
+    if _PREFIX.match(word) and not _FILE_WORD.match(word):  # a folder: all modules below it
+        path = "/" in word  # a path: from the root or the file's folder; a name: an import root
+        parts = word.split("/") if path else word.split(".")
+        for base in (root, os.path.dirname(file)) if path else bases:
+            folder = os.path.normpath(os.path.join(base, *parts))
+            if os.path.isdir(folder) and folder.startswith(root + os.sep):
+                return [m for p in _below(folder) for m in _with_packages(p)]
+        return []
     if _FILE_WORD.match(word):
         for base in (root, os.path.dirname(file)):
             full = os.path.normpath(os.path.join(base, word))
             if os.path.isfile(full):
                 return _with_packages(full) if full.endswith(".py") else [full]
         return []
-    found = _in_bases(word, bases)
-    return [] if found is None else _with_packages(str(found))
+    parts = word.split(".")
+    for end in range(len(parts), 0, -1):  # `vendor.x.models.Net` (a config's target): its module
+        found = _in_bases(".".join(parts[:end]), bases)
+        if found is not None:
+            break
+    else:
+        return []
+    main = found.parent / "__main__.py"  # `python -m package` runs its __main__
+    extra = [str(main)] if found.name == "__init__.py" and main.is_file() else []
+    return [m for p in (str(found), *extra) for m in _with_packages(p)]
+
+
+def _below(folder: str) -> list[str]:
+    return [os.path.join(h, n) for h, _, ns in os.walk(folder) for n in ns if n.endswith(".py")]
 
 
 def _with_packages(path: str) -> list[str]:
-    """``path`` and the ``__init__.py`` of each package holding it (importing runs them)."""
-    out = [os.path.abspath(path)]
+    """``path`` and the ``__init__.py`` of each package holding it (importing runs them);
+    real paths: a symlinked folder reaches the files it points to."""
+    out = [os.path.realpath(path)]
     folder = os.path.dirname(out[0])
     while os.path.isfile(os.path.join(folder, "__init__.py")):
         out.append(os.path.join(folder, "__init__.py"))
