@@ -79,7 +79,8 @@ class CheckResult:
     of low value there (the code needs CUDA anyway, a form of a rule left out:
     ``_select.HELD``) to their count per code (``_engine.CheckOutcome.held``): not listed,
     and not in :attr:`findings`, but said in the summary, so that such a file is never
-    called clean.
+    called clean. A default run's findings in vendored code nothing in the project imports
+    (``files/_vendored.py``) are counted there too, each under ``"vendored " + code``.
     """
 
     findings: list[Finding]
