@@ -8,7 +8,7 @@ moved. Broken by q31am, each "0 left" and the original's values lost on ``sim`` 
 
 - a positional ``out`` (``np.exp(a, a)``, ``np.clip(a, 0.5, 1.0, a)``, ``np.round(a, 0, a)``,
   ``np.cumsum(a, 1, None, a)``): a call with as many positional arguments as its ``out``'s
-  place is no read now (``_NUMPY_OUT_AT``);
+  place is no read now (``NUMPY_OUT_AT``);
 - ``np.median(a, overwrite_input=True)`` (``np.percentile``, the positional spelling), which
   partly sorts ``a`` in place: the keyword is refused as ``out=`` is;
 - ``a.astype(np.float32, copy=False)`` written: the array itself where its dtype matches.

@@ -38,17 +38,17 @@ import ast
 
 from torchport.check.port._device_flow import names_of
 from torchport.check.port._sharing_tables import (
-    _COPYING,
-    _NUMPY_OUT_AT,
-    _NUMPY_READERS,
-    _READERS,
-    _TENSOR_VIEWS,
-    _VIEWS,
-    _WRITING_KEYWORDS,
+    ARRAY_VIEWS,
+    COPYING,
     HOLDERS,
     HOLDING_METHODS,
     ITEM_ITERATORS,
+    NUMPY_OUT_AT,
+    NUMPY_READERS,
+    READERS,
     SHARING,
+    TENSOR_VIEWS,
+    WRITING_KEYWORDS,
     own_attribute,
     own_callees,
     view_root,
@@ -145,7 +145,7 @@ def _uses(name: str, scope: PortScope, facts: PortFacts) -> list[ast.Name]:
 
 
 def _reads(use: ast.expr, facts: PortFacts) -> bool:
-    """Whether ``use`` only reads the array into a new value (see ``_COPYING``, ``_READERS``);
+    """Whether ``use`` only reads the array into a new value (see ``COPYING``, ``READERS``);
     an item or a view (``a[0]``, ``a.T``) is followed to what reads it."""
     up = facts.parents.get(id(use))
     if isinstance(up, ast.Subscript) and up.value is use:
@@ -153,10 +153,8 @@ def _reads(use: ast.expr, facts: PortFacts) -> bool:
     if isinstance(up, ast.Attribute):
         call = facts.parents.get(id(up))
         if isinstance(call, ast.Call) and call.func is up:
-            return up.attr in _COPYING and not any(
-                k.arg in _WRITING_KEYWORDS for k in call.keywords
-            )
-        return up.attr not in _VIEWS or _reads(up, facts)
+            return up.attr in COPYING and not any(k.arg in WRITING_KEYWORDS for k in call.keywords)
+        return up.attr not in ARRAY_VIEWS or _reads(up, facts)
     if isinstance(up, ast.BinOp | ast.Compare | ast.UnaryOp | ast.FormattedValue):
         return True
     if isinstance(up, ast.Call) and use in up.args:
@@ -172,18 +170,18 @@ def _reads(use: ast.expr, facts: PortFacts) -> bool:
 
 def _reader(call: ast.Call, facts: PortFacts) -> bool:
     """Whether ``call`` only reads the arrays it is handed: a builtin or a library function
-    known not to write them (``_READERS``, numpy's ``_NUMPY_READERS`` with no ``out=``,
+    known not to write them (``READERS``, numpy's ``NUMPY_READERS`` with no ``out=``,
     matplotlib's pyplot, which never writes its data); a call of unknown code may write."""
     name = facts.ctx.qualname(call.func) or (
         call.func.id if isinstance(call.func, ast.Name) else ""
     )
-    if any(k.arg in _WRITING_KEYWORDS for k in call.keywords):
+    if any(k.arg in WRITING_KEYWORDS for k in call.keywords):
         return False  # `np.clip(a, 0, 1, out=a)`, `np.array(a, copy=False)`, `**k`
     if name.startswith("numpy."):
-        out_at = _NUMPY_OUT_AT.get(name[6:], len(call.args))
+        out_at = NUMPY_OUT_AT.get(name[6:], len(call.args))
         starred = any(isinstance(a, ast.Starred) for a in call.args)  # `np.exp(*arrays)`
-        return name[6:] in _NUMPY_READERS and len(call.args) <= out_at and not starred
-    return name in _READERS or name.startswith("matplotlib.pyplot.")
+        return name[6:] in NUMPY_READERS and len(call.args) <= out_at and not starred
+    return name in READERS or name.startswith("matplotlib.pyplot.")
 
 
 def _with_views(names: set[str], scope: PortScope, facts: PortFacts, after: int) -> set[str]:
@@ -415,7 +413,7 @@ def _unbound_written(made: ast.expr, scope: PortScope, facts: PortFacts, depth: 
             is_call = isinstance(call, ast.Call) and call.func is up
             if up.attr.endswith("_") and is_call:
                 return True  # `torch.from_numpy(a).mul_(2.0)`
-            if up.attr not in _TENSOR_VIEWS:
+            if up.attr not in TENSOR_VIEWS:
                 return False  # a new value (`.sum()`), or an attribute read
             value = call if isinstance(call, ast.Call) and is_call else up
         elif isinstance(up, ast.Subscript) and up.value is value:

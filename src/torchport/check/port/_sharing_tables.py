@@ -14,22 +14,39 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
+__all__ = [
+    "ARRAY_VIEWS",
+    "COPYING",
+    "HOLDERS",
+    "HOLDING_METHODS",
+    "ITEM_ITERATORS",
+    "NUMPY_OUT_AT",
+    "NUMPY_READERS",
+    "READERS",
+    "SHARING",
+    "TENSOR_VIEWS",
+    "WRITING_KEYWORDS",
+    "own_attribute",
+    "own_callees",
+    "view_root",
+]
+
 # Makers whose tensor shares its memory with their argument (a copy on the device would not).
 SHARING = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
 # Methods of an array that read it into a new value (never write it, never give a view).
-_COPYING = frozenset(
+COPYING = frozenset(
     {"copy", "astype", "sum", "mean", "max", "min", "std", "var", "any", "all", "argmax",
      "argmin", "tolist", "item", "tobytes", "round", "cumsum", "prod", "nonzero"}
 )  # fmt: skip
-_VIEWS = frozenset({"T", "mT", "real", "imag", "flat", "base", "data"})  # (a view: followed)
+ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "flat", "base", "data"})  # (a view: followed)
 # (not `max`/`min`/`sorted`/`list`: a 2-D array's items are its rows, views of it)
-_READERS = frozenset(
+READERS = frozenset(
     {"len", "print", "repr", "str", "float", "int", "bool", "isinstance", "sum", "abs",
      "json.dumps", "pickle.dumps", "copy.deepcopy"}
 )  # fmt: skip
 # numpy functions that read an array into a new value, a number or a file, and never write it
 # without `out=` (not `np.asarray`/`np.ravel`/`np.reshape`: the same memory, written later)
-_NUMPY_READERS = frozenset(
+NUMPY_READERS = frozenset(
     {"mean", "sum", "max", "min", "amax", "amin", "std", "var", "median", "average", "argmax",
      "argmin", "percentile", "quantile", "allclose", "array_equal", "isclose", "isnan",
      "isfinite", "abs", "absolute", "exp", "log", "sqrt", "square", "dot", "matmul",
@@ -40,7 +57,7 @@ _NUMPY_READERS = frozenset(
 )  # fmt: skip
 # Where a reader's positional `out` stands (`np.exp(a, a)`, `np.clip(a, 0, 1, a)`: a write,
 # q31am); a call with that many positional arguments may write one of them.
-_NUMPY_OUT_AT = {
+NUMPY_OUT_AT = {
     **dict.fromkeys(("abs", "absolute", "exp", "log", "sqrt", "square", "isnan", "isfinite"), 1),
     **dict.fromkeys(("matmul", "dot", "concatenate", "stack", "round", "around", "max", "min",
                      "amax", "amin", "argmax", "argmin", "median", "any", "all"), 2),
@@ -49,7 +66,7 @@ _NUMPY_OUT_AT = {
 }  # fmt: skip
 # Keywords that may make a reader write its array or hand it back (`np.median(a,
 # overwrite_input=True)`, `a.astype(t, copy=False)`: q31am), or hide one (`**k`).
-_WRITING_KEYWORDS = ("out", "copy", "overwrite_input", None)
+WRITING_KEYWORDS = ("out", "copy", "overwrite_input", None)
 
 # Callables that keep, or hand back, what they are handed (a write through them is out of
 # sight): `setattr(b, "x", t)`, `functools.partial(bump, t)`, `getattr(t, "mul_")`,
@@ -69,7 +86,7 @@ ITEM_ITERATORS = frozenset({"enumerate", "zip", "reversed", "iter", "list", "tup
 
 # Methods (and ``torch`` functions of the tensor) that may return a view of it, or the tensor
 # itself (a cast to its own dtype): a name bound to one shares the tensor's memory (b31al).
-_TENSOR_VIEWS = frozenset(
+TENSOR_VIEWS = frozenset(
     {"view", "view_as", "reshape", "reshape_as", "T", "mT", "H", "mH", "t", "transpose",
      "permute", "unsqueeze", "squeeze", "narrow", "select", "expand", "expand_as", "flatten",
      "unflatten", "unfold", "split", "chunk", "unbind", "tensor_split", "detach", "contiguous",
@@ -84,11 +101,11 @@ def view_root(value: ast.expr, facts: PortFacts) -> ast.expr:
     ``torch.flatten(t)``; else ``value`` itself."""
     while True:
         if isinstance(value, ast.Subscript) or (
-            isinstance(value, ast.Attribute) and value.attr in _TENSOR_VIEWS
+            isinstance(value, ast.Attribute) and value.attr in TENSOR_VIEWS
         ):
             value = value.value
         elif isinstance(value, ast.Call) and isinstance(func := value.func, ast.Attribute):
-            if func.attr not in _TENSOR_VIEWS:
+            if func.attr not in TENSOR_VIEWS:
                 return value
             torch_function = (facts.ctx.qualname(func) or "").startswith("torch.")
             # `torch.flatten(t)`: its first argument; `t.view(-1)`: what it is called on
