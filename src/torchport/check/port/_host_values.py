@@ -22,11 +22,11 @@ import ast
 from collections.abc import Set
 
 from torchport.check._match import dotted_parts
+from torchport.check.port._call_arguments import argument_for, parameter_default
 from torchport.check.port._calls import HOST_READS, MOVING_METHODS, host_library
 from torchport.check.port._facts import PortFacts
 from torchport.check.port._host_functions import host_functions, shape_host
 from torchport.check.port._kinds import value_kinds
-from torchport.check.port._parameters import parameter_default
 from torchport.check.port._project import ProjectImports
 from torchport.check.semantic import Binding, BindingKind
 
@@ -160,17 +160,9 @@ class _Asker:
             if positional and positional[0] is param:
                 return False  # self
             positional = positional[1:]
-        index = next((i for i, p in enumerate(positional) if p is param), None)
         default = parameter_default(args, param)
         for call, _ in sites:
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                k.arg is None for k in call.keywords
-            ):
-                return False
-            given = next((k.value for k in call.keywords if k.arg == param.arg), None)
-            if given is None and index is not None and index < len(call.args):
-                given = call.args[index]
-            given = given if given is not None else default
+            given = argument_for(call, positional, param, default)
             if given is None or not self.host(given, depth):
                 return False
         return True

@@ -17,6 +17,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from torchport.check._context import Context
+from torchport.check.port._call_arguments import parameter_default
 from torchport.check.port._call_sites import (
     method_of_receiver,
     overrides,
@@ -29,7 +30,7 @@ from torchport.check.port._handed_on import rest_items, rest_of
 from torchport.check.port._value_kind import Elements, Kind, flat, join, memoized
 from torchport.check.semantic import BindingKind, ScopeMap
 
-__all__ = ["CallerKinds", "hands_back", "parameter_default"]
+__all__ = ["CallerKinds", "hands_back"]
 
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor"})
 _PLAIN_ANNOTATIONS = frozenset({"int", "float", "str", "bool", "bytes", "None"})
@@ -482,15 +483,3 @@ def hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool
         isinstance(node, ast.Return) and node.value is not None and handed(node.value)
         for node in ast.walk(func)
     )
-
-
-def parameter_default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
-    """The default value of parameter ``arg`` of ``args`` (None: it has none)."""
-    positional = [*args.posonlyargs, *args.args]
-    if arg in positional:
-        offset = len(positional) - len(args.defaults)
-        i = positional.index(arg)
-        return args.defaults[i - offset] if i >= offset else None
-    if arg in args.kwonlyargs:
-        return args.kw_defaults[args.kwonlyargs.index(arg)]
-    return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchport.check.port._parameters import parameter_default
+from torchport.check.port._call_arguments import argument_for, parameter_default
 from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -256,17 +256,9 @@ def _handed_text(text: _Text, arg: ast.arg, depth: int) -> bool:
     sites = text.callers.call_sites(func)
     if not sites or arg is args.vararg or arg is args.kwarg:
         return False
-    index = next((i for i, p in enumerate(positional) if p is arg), None)
     default = parameter_default(args, arg)
     for call, _ in sites:
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(
-            k.arg is None for k in call.keywords
-        ):
-            return False
-        given = next((k.value for k in call.keywords if k.arg == arg.arg), None)
-        if given is None and index is not None and index < len(call.args):
-            given = call.args[index]
-        given = default if given is None else given
+        given = argument_for(call, positional, arg, default)
         if given is None or not text.elsewhere(given, depth):
             return False
     return True
