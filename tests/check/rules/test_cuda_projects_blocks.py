@@ -54,6 +54,10 @@ IMPORTS = {
     "import amp_C_helpers": False,
     "import deepspeed": False,  # runs on CPU, XPU and NPU accelerators too
     "import triton": False,
+    "from isaacgym import gymapi": True,  # NVIDIA's robot simulators (held-out sample AK)
+    "from isaaclab.app import AppLauncher": True,
+    "import isaacsim": True,
+    "import isaacgym_utils": False,  # another package, by its name
 }
 LINES = {"TP104": "self.buf = torch.cuda.IntTensor([0])", "TP402": "torch.cuda.manual_seed(0)"}
 PLACEMENTS = ("before", "after", "sibling", "except", "other method", "none")

