@@ -89,14 +89,19 @@ def shared_memory(node: ast.Call, facts: PortFacts) -> str:
     ):  # `a = torch.from_numpy(a)`, `s = torch.unsqueeze(torch.from_numpy(s), 0)`
         return ""  # the array has no other name here after it
     after = getattr(statement, "end_lineno", None) or node.lineno
-    written = (
-        _written(bound, scope, facts, after) if bound else _unbound_written(node, scope, facts)
-    )
+    written: bool | None = None  # asked once, of the first later use that only reads
     for use in _uses(source.id, scope, facts):
-        if use is source:
+        if use is source or not (use.lineno > after or facts.scope_of.get(id(use)) is not scope):
             continue
-        later = use.lineno > after or facts.scope_of.get(id(use)) is not scope
-        if later and (written or not _reads(use, facts)):
+        if not _reads(use, facts):
+            return _message(shown)
+        if written is None:
+            written = (
+                _written(bound, scope, facts, after)
+                if bound
+                else _unbound_written(node, scope, facts)
+            )
+        if written:
             return _message(shown)
     return ""
 
